@@ -1,0 +1,172 @@
+"""Token bitmasks in the ecosystem's layout.
+
+A bitmask is an ``int32`` array of shape ``(batch, ceil(vocab_size / 32))``; token
+``t`` is allowed in row ``r`` iff ``(mask[r, t >> 5] >> (t & 31)) & 1``. The same
+layout is used by xgrammar, llguidance and vLLM, so masks can be passed between
+them. Functions accept numpy arrays or torch tensors; torch is imported only when
+a tensor is passed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = [
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "bitmask_size",
+    "bitmask_to_bool",
+    "bool_to_bitmask",
+]
+
+
+def bitmask_size(vocab_size: int) -> int:
+    """Number of int32 words needed for ``vocab_size`` tokens."""
+    return (int(vocab_size) + 31) // 32
+
+
+def allocate_token_bitmask(
+    batch_size: int, vocab_size: int, *, backend: Literal["numpy", "torch"] = "numpy"
+) -> Any:
+    """Allocate a bitmask with every token allowed.
+
+    Parameters
+    ----------
+    batch_size
+        Number of rows.
+    vocab_size
+        Vocabulary size (may exceed the tokenizer's real token count).
+    backend
+        ``"numpy"`` for an ``np.ndarray`` or ``"torch"`` for a CPU ``torch.Tensor``.
+
+    Returns
+    -------
+    numpy.ndarray or torch.Tensor
+        ``int32`` array of shape ``(batch_size, ceil(vocab_size / 32))`` filled with -1.
+    """
+    if batch_size < 0 or vocab_size < 0:
+        raise ValueError("batch_size and vocab_size must be non-negative")
+    shape = (int(batch_size), bitmask_size(vocab_size))
+    if backend == "numpy":
+        return np.full(shape, -1, dtype=np.int32)
+    if backend == "torch":
+        torch = _import_torch()
+        return torch.full(shape, -1, dtype=torch.int32)
+    raise ValueError(f"backend must be 'numpy' or 'torch', not {backend!r}")
+
+
+def bitmask_to_bool(bitmask: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Expand a numpy bitmask ``(..., W)`` to booleans ``(..., vocab_size)``."""
+    mask = np.ascontiguousarray(bitmask, dtype=np.int32)
+    bits = np.unpackbits(mask.view(np.uint8), axis=-1, bitorder="little")
+    return bits[..., :vocab_size].astype(bool)
+
+
+def bool_to_bitmask(allowed: np.ndarray) -> np.ndarray:
+    """Pack booleans ``(..., V)`` into an int32 bitmask ``(..., ceil(V/32))``."""
+    allowed = np.asarray(allowed, dtype=bool)
+    v = allowed.shape[-1]
+    words = bitmask_size(v)
+    padded = np.zeros(allowed.shape[:-1] + (words * 32,), dtype=bool)
+    padded[..., :v] = allowed
+    return np.packbits(padded, axis=-1, bitorder="little").view(np.int32)
+
+
+def apply_token_bitmask_inplace(
+    logits: Any, bitmask: Any, *, indices: Any | None = None, vocab_size: int | None = None
+) -> None:
+    """Set the logits of disallowed tokens to ``-inf``, in place.
+
+    Parameters
+    ----------
+    logits
+        ``(batch, V)`` or ``(V,)`` float array (numpy) or tensor (torch, any device).
+    bitmask
+        ``(batch, W)`` or ``(W,)`` int32 bitmask of the same kind as ``logits``.
+    indices
+        Optional rows of ``logits`` to mask; row ``i`` of the bitmask applies to
+        ``logits[indices[i]]``. By default row ``i`` applies to row ``i``.
+    vocab_size
+        Number of logit columns to consider (defaults to ``logits.shape[-1]``);
+        columns beyond ``32 * W`` are masked too.
+
+    Raises
+    ------
+    ValueError
+        On a wrong dtype or incompatible shapes, with the fix in the message.
+    """
+    if isinstance(logits, np.ndarray):
+        _apply_numpy(logits, bitmask, indices, vocab_size)
+        return
+    torch = _import_torch()
+    if not isinstance(logits, torch.Tensor):
+        raise ValueError("logits must be a numpy array or a torch tensor")
+    _apply_torch(torch, logits, bitmask, indices, vocab_size)
+
+
+def _check_shapes(lshape: tuple[int, ...], bshape: tuple[int, ...], has_indices: bool) -> None:
+    if len(lshape) not in (1, 2) or len(bshape) not in (1, 2):
+        raise ValueError(f"logits must be (batch, V) or (V,), bitmask (batch, W) or (W,); got {lshape} and {bshape}")
+    if not has_indices and len(lshape) == 2 and len(bshape) == 2 and bshape[0] != lshape[0]:
+        raise ValueError(
+            f"bitmask has {bshape[0]} rows but logits has {lshape[0]}; pass indices= to map rows"
+        )
+
+
+def _apply_numpy(logits: np.ndarray, bitmask: Any, indices: Any, vocab_size: int | None) -> None:
+    if not isinstance(bitmask, np.ndarray):
+        raise ValueError("bitmask must be a numpy array when logits is one")
+    if bitmask.dtype != np.int32:
+        raise ValueError(f"bitmask dtype must be int32, got {bitmask.dtype}; use allocate_token_bitmask()")
+    _check_shapes(logits.shape, bitmask.shape, indices is not None)
+    lg = logits if logits.ndim == 2 else logits[None, :]
+    bm = bitmask if bitmask.ndim == 2 else bitmask[None, :]
+    v = lg.shape[1] if vocab_size is None else min(int(vocab_size), lg.shape[1])
+    allowed = bitmask_to_bool(bm, bm.shape[1] * 32)
+    if allowed.shape[1] < v:
+        pad = np.zeros((allowed.shape[0], v - allowed.shape[1]), dtype=bool)
+        allowed = np.concatenate([allowed, pad], axis=1)
+    allowed = allowed[:, :v]
+    rows = np.arange(bm.shape[0]) if indices is None else np.asarray(indices, dtype=np.int64)
+    if len(rows) != bm.shape[0]:
+        raise ValueError(f"indices has {len(rows)} entries but bitmask has {bm.shape[0]} rows")
+    sub = lg[rows, :v]
+    sub[~allowed] = -np.inf
+    lg[rows, :v] = sub
+
+
+def _apply_torch(torch: Any, logits: Any, bitmask: Any, indices: Any, vocab_size: int | None) -> None:
+    if isinstance(bitmask, np.ndarray):
+        bitmask = torch.from_numpy(np.ascontiguousarray(bitmask))
+    if bitmask.dtype != torch.int32:
+        raise ValueError(f"bitmask dtype must be torch.int32, got {bitmask.dtype}")
+    _check_shapes(tuple(logits.shape), tuple(bitmask.shape), indices is not None)
+    lg = logits if logits.dim() == 2 else logits.unsqueeze(0)
+    bm = bitmask if bitmask.dim() == 2 else bitmask.unsqueeze(0)
+    bm = bm.to(lg.device, non_blocking=True)
+    v = lg.shape[1] if vocab_size is None else min(int(vocab_size), lg.shape[1])
+    shifts = torch.arange(32, device=lg.device, dtype=torch.int32)
+    bits = ((bm.unsqueeze(-1) >> shifts) & 1).bool().reshape(bm.shape[0], -1)
+    if bits.shape[1] < v:
+        pad = torch.zeros((bits.shape[0], v - bits.shape[1]), dtype=torch.bool, device=lg.device)
+        bits = torch.cat([bits, pad], dim=1)
+    disallowed = ~bits[:, :v]
+    if indices is None:
+        lg[:, :v].masked_fill_(disallowed, float("-inf"))
+    else:
+        rows = torch.as_tensor(indices, device=lg.device, dtype=torch.long)
+        if rows.numel() != bm.shape[0]:
+            raise ValueError(f"indices has {rows.numel()} entries but bitmask has {bm.shape[0]} rows")
+        sub = lg[rows, :v]
+        sub.masked_fill_(disallowed, float("-inf"))
+        lg[rows, :v] = sub
+
+
+def _import_torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on environment
+        raise ImportError("this needs torch: pip install 'tokensieve[torch]'") from exc
+    return torch

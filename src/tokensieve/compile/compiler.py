@@ -1,0 +1,124 @@
+"""GrammarCompiler: constraints in, CompiledGrammar out."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..limits import Limits
+from .compiled_grammar import CompiledGrammar
+from .vocab_cache import mask_builder_for
+
+if TYPE_CHECKING:
+    from ..vocab import TokenizerInfo
+
+__all__ = ["GrammarCompiler"]
+
+logger = logging.getLogger("tokensieve")
+
+
+class GrammarCompiler:
+    """Compiles regexes and choice lists into :class:`CompiledGrammar` objects.
+
+    Parameters
+    ----------
+    tokenizer_info
+        The vocabulary to compile for. Its token trie is built on first use
+        (once per vocabulary per process) and shared by all compilers.
+    limits
+        Resource bounds applied to every compilation.
+    precompute
+        Compute every automaton state's token mask at compile time instead of
+        lazily on first use.
+    cache_enabled
+        Keep compiled grammars keyed by their source, so compiling the same
+        constraint twice is free.
+    max_cached_grammars
+        How many compiled grammars the cache keeps (least recently used go first).
+    """
+
+    def __init__(
+        self,
+        tokenizer_info: TokenizerInfo,
+        *,
+        limits: Limits | None = None,
+        precompute: bool = False,
+        cache_enabled: bool = True,
+        max_cached_grammars: int = 256,
+    ) -> None:
+        self.tokenizer_info = tokenizer_info
+        self.limits = limits or Limits()
+        self.precompute = precompute
+        self.cache_enabled = cache_enabled
+        self.max_cached_grammars = max_cached_grammars
+        self._cache: OrderedDict[tuple[str, str], CompiledGrammar] = OrderedDict()
+        self._lock = threading.Lock()
+        mask_builder_for(tokenizer_info)  # build the token trie now, not in the first compile
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        """Compile an ECMA-262 style pattern; the whole output must match it.
+
+        Raises
+        ------
+        GrammarError
+            For syntax errors and constructs that are not regular (lookaround,
+            backreferences), with the position.
+        LimitExceeded
+            When the automaton would exceed ``limits``.
+        """
+        from ..automata import regex_to_dfa
+
+        if not isinstance(pattern, str):
+            raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+        return self._compile(("regex", pattern), lambda: regex_to_dfa(pattern, self.limits), pattern)
+
+    def compile_choices(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
+        """Compile a list of literal strings; the output must equal one of them.
+
+        Raises
+        ------
+        GrammarError
+            For an empty list.
+        LimitExceeded
+            When the list exceeds ``limits.max_choices`` or ``limits.max_choice_bytes``.
+        """
+        from ..automata import choices_to_dfa
+
+        if isinstance(choices, (str, bytes)):
+            raise TypeError("choices must be a sequence of strings, not a single string")
+        items = list(choices)
+        key = "\x00".join(c if isinstance(c, str) else c.decode("utf-8", "surrogateescape") for c in items)
+        desc = f"{len(items)} choices"
+        return self._compile(("choices", key), lambda: choices_to_dfa(items, self.limits), desc)
+
+    def clear_cache(self) -> None:
+        """Forget every cached compiled grammar."""
+        with self._lock:
+            self._cache.clear()
+
+    def _compile(self, key: tuple[str, str], build, source: str) -> CompiledGrammar:  # type: ignore[no-untyped-def]
+        if self.cache_enabled:
+            with self._lock:
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self._cache.move_to_end(key)
+                    logger.info("compiled %s grammar (cache hit)", key[0])
+                    return hit
+        t0 = time.perf_counter()
+        dfa = build()
+        compiled = CompiledGrammar(self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits)
+        if self.precompute:
+            compiled.precompute()
+        logger.info(
+            "compiled %s grammar: %d states in %.2f ms", key[0], compiled.num_states, (time.perf_counter() - t0) * 1e3
+        )
+        if self.cache_enabled:
+            with self._lock:
+                self._cache[key] = compiled
+                while len(self._cache) > self.max_cached_grammars:
+                    self._cache.popitem(last=False)
+        return compiled

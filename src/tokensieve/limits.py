@@ -1,0 +1,48 @@
+"""Resource limits applied to untrusted grammars, patterns and schemas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Limits"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on the work and memory one grammar may cost.
+
+    Each field is checked where the cost is incurred and raises
+    :class:`tokensieve.LimitExceeded` naming the field. Defaults admit every
+    realistic pattern while keeping the worst case to a few seconds and a few
+    hundred megabytes.
+
+    Attributes
+    ----------
+    max_pattern_length
+        Characters in one regex pattern or grammar text (1 MiB).
+    max_nesting_depth
+        Nesting of groups in a pattern (parser recursion is bounded by it).
+    max_repetition
+        Largest ``m`` or ``n`` in ``{m,n}``.
+    max_nfa_states
+        States of the intermediate byte NFA (grows with repetition counts).
+    max_dfa_states
+        States of a determinised automaton before minimisation; subset
+        construction is stopped when it is reached.
+    max_choices
+        Strings in one choice list.
+    max_choice_bytes
+        Total UTF-8 bytes of one choice list.
+    max_mask_cache_bytes
+        Bytes of memoised token masks kept per compiled grammar; beyond it the
+        oldest entries are evicted (they are recomputed when needed).
+    """
+
+    max_pattern_length: int = 1 << 20
+    max_nesting_depth: int = 200
+    max_repetition: int = 100_000
+    max_nfa_states: int = 1_000_000
+    max_dfa_states: int = 100_000
+    max_choices: int = 2_000_000
+    max_choice_bytes: int = 256 << 20
+    max_mask_cache_bytes: int = 1 << 30

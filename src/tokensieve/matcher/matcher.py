@@ -1,0 +1,238 @@
+"""GrammarMatcher: the per-sequence state of constrained decoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..compile.compiled_grammar import CompiledGrammar
+
+__all__ = ["GrammarMatcher"]
+
+
+class GrammarMatcher:
+    """Tracks one sequence against a compiled grammar.
+
+    The matcher never raises inside the token loop: a token that the grammar
+    does not allow is refused (``accept_token`` returns ``False``) and the state
+    is left unchanged.
+
+    Parameters
+    ----------
+    compiled_grammar
+        The constraint, shared read-only between matchers.
+    max_rollback_tokens
+        How many accepted tokens :meth:`rollback` can undo (``-1``: unlimited).
+    terminate_without_stop_token
+        If true, the matcher terminates as soon as the output is complete and
+        nothing can follow, without waiting for a stop token.
+
+    Notes
+    -----
+    Masks come from the compiled grammar's per-state cache, so a step costs one
+    copy of ``ceil(V / 32)`` words once a state has been seen.
+    """
+
+    def __init__(
+        self,
+        compiled_grammar: CompiledGrammar,
+        *,
+        max_rollback_tokens: int = -1,
+        terminate_without_stop_token: bool = False,
+    ) -> None:
+        if not isinstance(compiled_grammar, CompiledGrammar):
+            raise TypeError("GrammarMatcher needs a CompiledGrammar from GrammarCompiler")
+        self.compiled_grammar = compiled_grammar
+        self.max_rollback_tokens = max_rollback_tokens
+        self.terminate_without_stop_token = terminate_without_stop_token
+        info = compiled_grammar.tokenizer_info
+        self._vocab = info.decoded_vocab
+        self._stop = frozenset(int(i) for i in info.stop_token_ids)
+        self._special = frozenset(int(i) for i in info.special_token_ids)
+        self._vocab_size = compiled_grammar.vocab_size
+        self._state = compiled_grammar.start_state
+        self._terminated = False
+        self._history: list[tuple[int, bool]] = []
+
+    # --------------------------------------------------------------- state
+    @property
+    def state(self) -> int:
+        """Current automaton state."""
+        return self._state
+
+    def is_terminated(self) -> bool:
+        """Whether a stop token has been accepted (or the output is final, see ``terminate_without_stop_token``)."""
+        return self._terminated
+
+    def is_completed(self) -> bool:
+        """Whether the output so far is a complete match (a stop token would be accepted)."""
+        return self._terminated or self.compiled_grammar.is_accepting(self._state)
+
+    def reset(self) -> None:
+        """Return to the start state and forget the history."""
+        self._state = self.compiled_grammar.start_state
+        self._terminated = False
+        self._history.clear()
+
+    # -------------------------------------------------------------- tokens
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token.
+
+        Returns
+        -------
+        bool
+            ``True`` if the token was allowed and accepted; ``False`` (state
+            unchanged) otherwise. A stop token is allowed exactly when the output
+            is a complete match, and accepting it terminates the matcher.
+        """
+        if self._terminated:
+            return False
+        token_id = int(token_id)
+        if token_id < 0 or token_id >= self._vocab_size:
+            return False
+        if token_id in self._stop:
+            if not self.compiled_grammar.is_accepting(self._state):
+                return False
+            self._push(self._state, True)
+            return True
+        if token_id in self._special or token_id >= len(self._vocab):
+            return False
+        data = self._vocab[token_id]
+        if not data:
+            return False
+        nxt = self.compiled_grammar.step_bytes(self._state, data)
+        if nxt < 0:
+            return False
+        self._push(nxt, False)
+        return True
+
+    def accept_string(self, text: str | bytes) -> bool:
+        """Advance by a string (counts as one step for :meth:`rollback`).
+
+        Returns ``False`` and leaves the state unchanged if the text would leave
+        the language.
+        """
+        if self._terminated:
+            return False
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        nxt = self.compiled_grammar.step_bytes(self._state, data)
+        if nxt < 0:
+            return False
+        self._push(nxt, False)
+        return True
+
+    def _push(self, state: int, terminated: bool) -> None:
+        self._history.append((self._state, self._terminated))
+        if 0 <= self.max_rollback_tokens < len(self._history):
+            del self._history[0]
+        self._state = state
+        self._terminated = terminated
+        if not terminated and self.terminate_without_stop_token:
+            cg = self.compiled_grammar
+            if cg.is_accepting(state) and all(t < 0 for t in cg.row(state)):
+                self._terminated = True
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last ``num_tokens`` accepted tokens (or strings).
+
+        Raises
+        ------
+        ValueError
+            If more steps are requested than the history holds.
+        """
+        if num_tokens < 0 or num_tokens > len(self._history):
+            raise ValueError(f"cannot roll back {num_tokens} tokens; {len(self._history)} can be undone")
+        if num_tokens == 0:
+            return
+        self._state, self._terminated = self._history[-num_tokens]
+        del self._history[-num_tokens:]
+
+    @property
+    def num_rollback_steps(self) -> int:
+        """How many steps :meth:`rollback` can undo now."""
+        return len(self._history)
+
+    # --------------------------------------------------------------- masks
+    def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
+        """Write the allowed next tokens into row ``index`` of ``bitmask``.
+
+        Parameters
+        ----------
+        bitmask
+            ``int32 (batch, ceil(V/32))`` numpy array or torch tensor (CPU), as
+            made by :func:`tokensieve.allocate_token_bitmask`.
+        index
+            The row to fill.
+
+        Returns
+        -------
+        bool
+            Always ``True`` (the mask must be applied).
+        """
+        mask = self.next_token_mask()
+        if isinstance(bitmask, np.ndarray):
+            row = bitmask[index] if bitmask.ndim == 2 else bitmask
+            if row.shape[0] < mask.shape[0] or bitmask.dtype != np.int32:
+                raise ValueError(
+                    f"bitmask row must be int32 with at least {mask.shape[0]} words; "
+                    f"got {bitmask.dtype} {bitmask.shape}: use allocate_token_bitmask(batch, {self._vocab_size})"
+                )
+            row[: mask.shape[0]] = mask
+            row[mask.shape[0] :] = 0
+            return True
+        import torch
+
+        if not isinstance(bitmask, torch.Tensor) or bitmask.dtype != torch.int32:
+            raise ValueError("bitmask must be an int32 numpy array or torch tensor")
+        row_t = bitmask[index] if bitmask.dim() == 2 else bitmask
+        if row_t.device.type == "cpu":
+            row_t.numpy()[: mask.shape[0]] = mask
+        else:
+            row_t[: mask.shape[0]].copy_(torch.from_numpy(mask.copy()), non_blocking=False)
+        return True
+
+    def next_token_mask(self) -> np.ndarray:
+        """The packed ``int32 (ceil(V/32),)`` mask for the next token (read-only)."""
+        if self._terminated:
+            return self._stop_only_mask()
+        return self.compiled_grammar.token_mask(self._state)
+
+    def _stop_only_mask(self) -> np.ndarray:
+        allowed = np.zeros(((self._vocab_size + 31) // 32) * 32, dtype=bool)
+        allowed[sorted(self._stop)] = True
+        return np.packbits(allowed, bitorder="little").view(np.int32)
+
+    # --------------------------------------------------------- jump-forward
+    def find_jump_forward_string(self) -> str:
+        """The text that must come next whatever is generated (may be empty).
+
+        Follows the automaton while exactly one byte is possible and the output
+        is not yet complete; only whole UTF-8 characters are returned.
+        """
+        if self._terminated:
+            return ""
+        cg = self.compiled_grammar
+        state = self._state
+        out = bytearray()
+        seen = {state}
+        while not cg.is_accepting(state):
+            row = cg.row(state)
+            nxt = [(b, t) for b, t in enumerate(row) if t >= 0]
+            if len(nxt) != 1:
+                break
+            byte, state = nxt[0]
+            out.append(byte)
+            if state in seen:
+                break
+            seen.add(state)
+        # keep whole characters only
+        while out:
+            try:
+                return out.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                out = out[: exc.start]
+        return ""
+
+    def __repr__(self) -> str:
+        return f"GrammarMatcher(state={self._state}, terminated={self._terminated})"
