@@ -36,6 +36,11 @@ class Limits:
     max_mask_cache_bytes
         Bytes of memoised token masks kept per compiled grammar; beyond it the
         oldest entries are evicted (they are recomputed when needed).
+    max_compile_work
+        Elementary steps (automaton states visited, set elements merged) one
+        automaton construction may take; bounds patterns such as ``(a?){5000}``
+        whose automata stay small but cost quadratic work to build (about a
+        second per ten million steps).
     """
 
     max_pattern_length: int = 1 << 20
@@ -46,3 +51,4 @@ class Limits:
     max_choices: int = 2_000_000
     max_choice_bytes: int = 256 << 20
     max_mask_cache_bytes: int = 1 << 30
+    max_compile_work: int = 20_000_000

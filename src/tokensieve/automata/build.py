@@ -1,0 +1,108 @@
+"""Regex IR and patterns to minimal byte DFAs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import GrammarError
+from ..grammar.ir import Node, is_nothing
+from ..grammar.regex import parse_regex
+from ..limits import Limits
+from .determinize import ClassDFA, Row, determinize
+from .dfa import ByteDFA
+from .minimize import minimize, trim
+from .nfa import build_nfa
+
+__all__ = ["ir_to_dfa", "regex_to_dfa"]
+
+
+def regex_to_dfa(pattern: str, limits: Limits | None = None) -> ByteDFA:
+    """Compile an ECMA-262 pattern (full-match semantics) to a minimal byte DFA.
+
+    Parameters
+    ----------
+    pattern
+        The pattern (see :func:`tokensieve.grammar.regex.parse_regex`).
+    limits
+        Resource bounds.
+
+    Returns
+    -------
+    ByteDFA
+        Minimal and trimmed; accepts exactly the UTF-8 encodings of the strings
+        the pattern matches in full.
+
+    Raises
+    ------
+    GrammarError
+        For invalid or unsupported syntax, or a pattern that matches no string.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    limits = limits or Limits()
+    node = parse_regex(pattern, limits)
+    try:
+        return ir_to_dfa(node, limits)
+    except GrammarError as exc:
+        if exc.source is None and exc.message == _EMPTY_LANGUAGE:
+            raise GrammarError(_EMPTY_LANGUAGE, pattern) from None
+        raise
+
+
+_EMPTY_LANGUAGE = "pattern matches no string"
+
+
+def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
+    """Compile a regex IR node to a minimal, trimmed byte DFA.
+
+    Parameters
+    ----------
+    node
+        The IR (rule references must already be resolved).
+    limits
+        ``max_nfa_states``, ``max_dfa_states`` and ``max_compile_work`` apply.
+
+    Returns
+    -------
+    ByteDFA
+
+    Raises
+    ------
+    GrammarError
+        When the language is empty, or for an unresolved rule reference.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    limits = limits or Limits()
+    if is_nothing(node):
+        raise GrammarError(_EMPTY_LANGUAGE)
+    nfa = build_nfa(node, limits)
+    cdfa = determinize(nfa, limits)
+    rows, accepting = cdfa.rows, cdfa.accepting
+    if nfa.has_dead:
+        trimmed = trim(rows, accepting)
+        if trimmed is None:
+            raise GrammarError(_EMPTY_LANGUAGE)
+        rows, accepting = trimmed
+    rows, accepting = minimize(rows, accepting)
+    return _expand(rows, accepting, cdfa)
+
+
+def _expand(rows: list[Row], accepting: list[bool], cdfa: ClassDFA) -> ByteDFA:
+    """The byte-level table of a DFA over classes."""
+    num_states = len(rows)
+    src: list[int] = []
+    cls: list[int] = []
+    dst: list[int] = []
+    for s, row in enumerate(rows):
+        for c, t in row:
+            src.append(s)
+            cls.append(c)
+            dst.append(t)
+    table = np.full((num_states, cdfa.num_classes), -1, dtype=np.int32)
+    table[src, cls] = dst
+    trans = np.ascontiguousarray(table[:, cdfa.class_of_byte])
+    acc = np.array(accepting, dtype=bool)
+    trans.setflags(write=False)
+    acc.setflags(write=False)
+    return ByteDFA(trans, acc, 0)

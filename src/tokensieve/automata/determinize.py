@@ -1,0 +1,306 @@
+"""Subset construction over byte equivalence classes.
+
+The bytes are first split into classes that no byte range of the NFA tells apart
+(``[0-9]+`` has three: below ``0``, the digits, above ``9``), so each DFA state
+lists its transitions per class instead of per byte. The NFA's epsilon closures are computed
+once per target node; a DFA state is the set of byte nodes (and possibly the
+accepting node) it stands for, kept as a Python integer bit set when the NFA is
+small and as a frozenset otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import LimitExceeded
+from ..limits import Limits
+from .nfa import ByteNFA, Ranges
+
+__all__ = ["ClassDFA", "Row", "determinize"]
+
+#: Transitions of one state: ``(class, target)`` pairs in increasing class order.
+Row = list[tuple[int, int]]
+
+# NFAs with at most this many byte nodes use integer bit sets for DFA states.
+_DENSE_MAX = 2048
+
+
+class ClassDFA:
+    """A DFA over byte classes, as produced by :func:`determinize`.
+
+    Attributes
+    ----------
+    rows : list of list of (int, int)
+        ``rows[s]``: the ``(class, target)`` transitions of state ``s``, by
+        increasing class; classes not listed have no transition.
+    accepting : list of bool
+    class_of_byte : numpy.ndarray
+        ``int64 (256,)``: the class of each byte.
+    start : int
+        Always 0.
+    """
+
+    __slots__ = ("rows", "accepting", "class_of_byte", "start")
+
+    def __init__(self, rows: list[Row], accepting: list[bool], class_of_byte: np.ndarray) -> None:
+        self.rows = rows
+        self.accepting = accepting
+        self.class_of_byte = class_of_byte
+        self.start = 0
+
+    @property
+    def num_classes(self) -> int:
+        """Number of byte classes."""
+        return int(self.class_of_byte[-1]) + 1
+
+
+class _Work:
+    __slots__ = ("done", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.done = 0
+        self.limit = limit
+
+    def add(self, steps: int) -> None:
+        self.done += steps
+        if self.done > self.limit:
+            raise LimitExceeded("max_compile_work", self.limit, "the automaton is too costly to build")
+
+
+def _closure_fn(nfa: ByteNFA, pidx: list[int], accept_pos: int, work: _Work) -> Callable[[int], list[int]]:
+    ranges, eps, accept = nfa.ranges, nfa.eps, nfa.accept
+    memo: dict[int, list[int]] = {}
+
+    def closure(t: int) -> list[int]:
+        res = memo.get(t)
+        if res is not None:
+            return res
+        res = []
+        if ranges[t] is not None:
+            res.append(pidx[t])
+        else:
+            seen = {t}
+            stack = [t]
+            while stack:
+                x = stack.pop()
+                if ranges[x] is not None:
+                    res.append(pidx[x])
+                    continue
+                if x == accept:
+                    res.append(accept_pos)
+                for y in eps[x]:  # type: ignore[union-attr]
+                    if y not in seen:
+                        seen.add(y)
+                        stack.append(y)
+            work.add(len(seen))
+        memo[t] = res
+        return res
+
+    return closure
+
+
+def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
+    """Subset construction of a byte NFA.
+
+    Parameters
+    ----------
+    nfa
+        The automaton (see :func:`~tokensieve.automata.nfa.build_nfa`).
+    limits
+        ``max_dfa_states`` and ``max_compile_work`` apply.
+
+    Returns
+    -------
+    ClassDFA
+        Every state is reachable from state 0; states that cannot reach
+        acceptance only occur when ``nfa.has_dead``.
+
+    Raises
+    ------
+    LimitExceeded
+        When the DFA would exceed ``limits.max_dfa_states`` states, or the
+        construction ``limits.max_compile_work`` steps.
+    """
+    limits = limits or Limits()
+    node_ranges, out = nfa.ranges, nfa.out
+    positions = [i for i, r in enumerate(node_ranges) if r is not None]
+    num_pos = len(positions)
+    pidx = [-1] * len(node_ranges)
+    for k, node in enumerate(positions):
+        pidx[node] = k
+
+    # byte classes: cut the byte range at every range boundary
+    distinct = set()
+    for node in positions:
+        distinct.add(node_ranges[node])
+    cut_set = {0, 256}
+    for rs in distinct:
+        for lo, hi in rs:
+            cut_set.add(lo)
+            cut_set.add(hi + 1)
+    cuts = sorted(cut_set)
+    index_of_cut = {c: i for i, c in enumerate(cuts)}
+    class_of_byte = np.searchsorted(np.asarray(cuts[:-1]), np.arange(256), side="right") - 1
+    classes_of: dict[Ranges, tuple[int, ...]] = {}
+    for rs in distinct:
+        cs: list[int] = []
+        for lo, hi in rs:
+            cs.extend(range(index_of_cut[lo], index_of_cut[hi + 1]))
+        classes_of[rs] = tuple(cs)
+    pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
+
+    work = _Work(limits.max_compile_work)
+    closure = _closure_fn(nfa, pidx, num_pos, work)
+    start = closure(nfa.start)
+    follows = [closure(out[node]) for node in positions]
+    num_classes = len(cuts) - 1
+    if num_pos <= _DENSE_MAX:
+        rows, accepting = _subsets_dense(start, follows, pos_classes, num_classes, limits, work)
+    else:
+        rows, accepting = _subsets_sparse(start, follows, pos_classes, limits, work)
+    return ClassDFA(rows, accepting, class_of_byte)
+
+
+def _too_many(limits: Limits) -> LimitExceeded:
+    return LimitExceeded(
+        "max_dfa_states",
+        limits.max_dfa_states,
+        f"the deterministic automaton would have more than {limits.max_dfa_states} states",
+    )
+
+
+def _subsets_dense(
+    start: list[int],
+    follows: list[list[int]],
+    pos_classes: list[tuple[int, ...]],
+    num_classes: int,
+    limits: Limits,
+    work: _Work,
+) -> tuple[list[Row], list[bool]]:
+    num_pos = len(follows)
+    accept_bit = 1 << num_pos
+    # per position, indexed by bit_length() of its bit: follow mask and classes
+    fmask = [0] * (num_pos + 2)
+    pclasses: list[tuple[int, ...]] = [()] * (num_pos + 2)
+    for k, f in enumerate(follows):
+        m = 0
+        for q in f:
+            m |= 1 << q
+        fmask[k + 1] = m
+        pclasses[k + 1] = pos_classes[k]
+    cmask = [0] * num_classes
+    for k in range(num_pos):
+        bit = 1 << k
+        for c in pos_classes[k]:
+            cmask[c] |= bit
+    live = [(c, m) for c, m in enumerate(cmask) if m]
+    num_live = len(live)
+    s0 = 0
+    for q in start:
+        s0 |= 1 << q
+    ids = {s0: 0}
+    states = [s0]
+    rows: list[Row] = []
+    union_of: dict[int, int] = {}
+    max_states = limits.max_dfa_states
+    steps = 0
+    i = 0
+    while i < len(states):
+        state = states[i]
+        i += 1
+        row: Row = []
+        if 2 * state.bit_count() <= num_live:
+            # few positions: group their follow sets by class
+            targets: dict[int, int] = {}
+            y = state & ~accept_bit
+            while y:
+                low = y & -y
+                y ^= low
+                k = low.bit_length()
+                f = fmask[k]
+                for c in pclasses[k]:
+                    targets[c] = targets.get(c, 0) | f
+                steps += 1
+            pairs = sorted(targets.items()) if len(targets) > 1 else targets.items()
+        else:
+            # many positions: per class, the union of the follow sets of the matching ones
+            pairs = []
+            for c, m in live:
+                x = state & m
+                if not x:
+                    continue
+                target = union_of.get(x)
+                if target is None:
+                    target = 0
+                    y = x
+                    while y:
+                        low = y & -y
+                        target |= fmask[low.bit_length()]
+                        y ^= low
+                        steps += 1
+                    union_of[x] = target
+                pairs.append((c, target))
+        for c, target in pairs:
+            j = ids.get(target)
+            if j is None:
+                j = len(states)
+                if j >= max_states:
+                    raise _too_many(limits)
+                ids[target] = j
+                states.append(target)
+            row.append((c, j))
+        rows.append(row)
+        if steps > 4096:
+            work.add(steps)
+            steps = 0
+    return rows, [bool(s & accept_bit) for s in states]
+
+
+def _subsets_sparse(
+    start: list[int],
+    follows: list[list[int]],
+    pos_classes: list[tuple[int, ...]],
+    limits: Limits,
+    work: _Work,
+) -> tuple[list[Row], list[bool]]:
+    num_pos = len(follows)
+    fsets = [frozenset(f) for f in follows]
+    s0 = frozenset(start)
+    ids = {s0: 0}
+    states = [s0]
+    rows: list[Row] = []
+    max_states = limits.max_dfa_states
+    i = 0
+    while i < len(states):
+        state = states[i]
+        i += 1
+        buckets: dict[int, list[frozenset[int]]] = {}
+        for p in state:
+            if p == num_pos:
+                continue
+            f = fsets[p]
+            for c in pos_classes[p]:
+                b = buckets.get(c)
+                if b is None:
+                    buckets[c] = [f]
+                else:
+                    b.append(f)
+        row: Row = []
+        steps = len(state)
+        for c in sorted(buckets):
+            fl = buckets[c]
+            target = fl[0] if len(fl) == 1 else frozenset().union(*fl)
+            steps += len(target)
+            j = ids.get(target)
+            if j is None:
+                j = len(states)
+                if j >= max_states:
+                    raise _too_many(limits)
+                ids[target] = j
+                states.append(target)
+            row.append((c, j))
+        rows.append(row)
+        work.add(steps)
+    return rows, [num_pos in s for s in states]
