@@ -1,0 +1,205 @@
+"""Masks, transitions, look-ups and filters against a set-of-prefixes oracle.
+
+Random catalogs (hypothesis) cover vocabularies around the 32-bit word
+boundaries, fixed and variable lengths, items that are prefixes of one
+another, duplicates, single items, explicit end tokens inside the vocabulary
+and every dense depth. For every prefix of every item the index's mask must
+equal the oracle's, following every allowed token must lead to the node of the
+longer prefix, and ``contains`` must agree with set membership.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tokensieve.bitmask import bitmask_to_bool
+from tokensieve.retrieval import StaticIndex
+
+
+@st.composite
+def catalogs(draw):
+    vocab = draw(st.sampled_from([1, 2, 3, 5, 31, 32, 33, 63, 64, 65]))
+    variable = draw(st.booleans())
+    max_len = draw(st.integers(1, 5))
+    n = draw(st.integers(1, 25))
+    token = st.integers(0, vocab - 1)
+    items = [
+        tuple(draw(st.lists(token, min_size=1 if variable else max_len, max_size=max_len))) for _ in range(n)
+    ]
+    if variable and draw(st.booleans()):  # prefixes of existing items
+        for s in list(items)[:3]:
+            if len(s) > 1:
+                items.append(s[: draw(st.integers(1, len(s) - 1))])
+    if draw(st.booleans()):  # duplicates
+        items += draw(st.lists(st.sampled_from(items), max_size=4))
+    eos_choice = draw(st.sampled_from(["auto", "vocab", "inside"]))
+    used = {t for s in items for t in s}
+    free = [t for t in range(vocab) if t not in used]
+    if eos_choice == "vocab":
+        eos = vocab
+    elif eos_choice == "inside" and free:
+        eos = draw(st.sampled_from(free))
+    else:
+        eos = None
+    dense_depth = draw(st.integers(0, 3))
+    budget = draw(st.sampled_from([0.0, 0.25, 100.0]))  # 0: exactly dense_depth dense levels
+    return items, vocab, eos, (dense_depth, budget)
+
+
+def children_oracle(items, eos, allowed=None):
+    """prefix tuple -> set of tokens that keep it a prefix of an (allowed) extended item."""
+    out = defaultdict(set)
+    for i, s in enumerate(items):
+        if allowed is not None and not allowed[i]:
+            continue
+        ext = tuple(s) + ((eos,) if eos is not None else ())
+        for k in range(len(ext)):
+            out[ext[:k]].add(ext[k])
+    return out
+
+
+def build(items, vocab, eos, dense):
+    dense_depth, budget = dense if isinstance(dense, tuple) else (dense, 0.25)
+    return StaticIndex.from_sequences(
+        [list(s) for s in items], vocab, eos_token=eos, dense_depth=dense_depth, dense_budget=budget
+    )
+
+
+def walk_all(index, items, allowed=None, item_filter=None):
+    """Check every prefix level by level; return the node id of every prefix."""
+    eos = index.eos_token
+    oracle = children_oracle(items, eos)
+    allowed_oracle = oracle if allowed is None else children_oracle(items, eos, allowed)
+    node_of = {(): index.root}
+    rng = np.random.default_rng(0)
+    for level in range(index.num_levels):
+        prefixes = sorted(p for p in oracle if len(p) == level and p in node_of)
+        if not prefixes:
+            break
+        nodes = np.array([node_of[p] for p in prefixes], dtype=np.int64)
+        # masks (numpy bitmask, and a wider bitmask)
+        bitmask = np.full((len(nodes), index.bitmask_words), -1, dtype=np.int32)
+        index.fill_bitmask(nodes, level, bitmask, item_filter=item_filter)
+        got = bitmask_to_bool(bitmask, index.num_columns)
+        wide = np.full((len(nodes), index.bitmask_words + 2), -1, dtype=np.int32)
+        index.fill_bitmask(nodes, level, wide, item_filter=item_filter)
+        assert np.array_equal(bitmask_to_bool(wide, 32 * wide.shape[1])[:, : index.num_columns], got)
+        assert not wide[:, index.bitmask_words :].any()
+        for i, p in enumerate(prefixes):
+            expect = np.zeros(index.num_columns, dtype=bool)
+            expect[sorted(allowed_oracle.get(p, ()))] = True
+            assert np.array_equal(got[i], expect), (level, p, np.flatnonzero(got[i]), np.flatnonzero(expect))
+        # apply_mask_ agrees with the bitmask and keeps allowed values
+        logits = rng.standard_normal((len(nodes), index.num_columns + 3))
+        masked = logits.copy()
+        index.apply_mask_(masked, nodes, level, item_filter=item_filter)
+        keep = np.zeros_like(logits, dtype=bool)
+        keep[:, : index.num_columns] = got
+        assert np.array_equal(np.isfinite(masked), keep)
+        assert np.array_equal(masked[keep], logits[keep])
+        # follow every token of the unfiltered catalog
+        rows, toks = np.nonzero(bitmask_to_bool(index.fill_bitmask(nodes, level, bitmask), index.num_columns))
+        nxt = index.next_nodes(nodes[rows], toks, level)
+        for r, t, child in zip(rows.tolist(), toks.tolist(), nxt.tolist(), strict=True):
+            if eos is not None and t == eos:
+                assert child == index.end_node
+            else:
+                node_of[prefixes[r] + (t,)] = child
+    # every prefix was reached and distinct prefixes got distinct nodes
+    reached = {p: n for p, n in node_of.items()}
+    assert len(set(reached.values())) == len(reached)
+    return node_of
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(catalogs())
+def test_masks_and_transitions_match_oracle(cat):
+    items, vocab, eos, dense_depth = cat
+    index = build(items, vocab, eos, dense_depth)
+    assert index.num_sequences == len(items)
+    assert index.num_unique == len(set(items))
+    node_of = walk_all(index, items)
+    prefixes = {tuple(s)[:k] for s in items for k in range(len(s) + 1)}
+    assert set(node_of) == prefixes
+    if index.end_node is not None:
+        end = np.array([index.end_node, index.end_node], dtype=np.int64)
+        for level in range(1, index.num_levels):
+            mask = bitmask_to_bool(
+                index.fill_bitmask(end, level, np.zeros((2, index.bitmask_words), np.int32)),
+                index.num_columns,
+            )
+            assert np.flatnonzero(mask[0]).tolist() == [index.eos_token]
+            nxt = index.next_nodes(end, np.full(2, index.eos_token), level)
+            assert nxt.tolist() == [index.end_node] * 2
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(catalogs(), st.data())
+def test_contains_matches_set_membership(cat, data):
+    items, vocab, eos, dense_depth = cat
+    index = build(items, vocab, eos, dense_depth)
+    members = set(items)
+    assert all(index.contains(list(s)) for s in members)
+    queries = list(members)
+    for s in list(members)[:10]:
+        queries.append(s[:-1])
+        queries.append(s + (data.draw(st.integers(0, vocab)),))
+        queries.append(tuple(data.draw(st.integers(-1, vocab + 1)) for _ in s))
+    for q in queries:
+        expect = q in members
+        assert index.contains(list(q)) == expect, q
+    flat = [list(q) for q in queries if q]
+    width = max(len(q) for q in flat)
+    padded = np.array([q + [0] * (width - len(q)) for q in flat])
+    got = index.contains_many(padded, lengths=[len(q) for q in flat])
+    assert got.tolist() == [tuple(q) in members for q in flat]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(catalogs(), st.data())
+def test_item_filter_matches_filtered_oracle(cat, data):
+    items, vocab, eos, dense_depth = cat
+    index = build(items, vocab, eos, dense_depth)
+    allowed = np.array(data.draw(st.lists(st.booleans(), min_size=len(items), max_size=len(items))))
+    filt = index.make_filter(allowed)
+    assert filt.num_allowed == int(allowed.sum())
+    walk_all(index, items, allowed=allowed, item_filter=filt)
+    # a plain boolean vector works as well
+    walk_all(index, items, allowed=allowed, item_filter=allowed)
+
+
+def test_empty_filter_allows_nothing_but_end():
+    items = [(1, 2), (1,), (3, 4, 5)]
+    index = build(items, 8, None, 2)
+    filt = index.make_filter(np.zeros(len(items), dtype=bool))
+    root = np.zeros(1, dtype=np.int64)
+    assert not index.fill_bitmask(root, 0, np.zeros((1, 1), np.int32), item_filter=filt).any()
+    end = np.array([index.end_node])
+    mask = index.fill_bitmask(end, 2, np.zeros((1, 1), np.int32), item_filter=filt)
+    assert np.flatnonzero(bitmask_to_bool(mask, index.num_columns)).tolist() == [index.eos_token]
+
+
+def test_single_item_and_duplicates():
+    index = StaticIndex.from_sequences(np.array([[7, 7, 7]] * 5), 8)
+    assert index.num_sequences == 5 and index.num_unique == 1
+    walk_all(index, [(7, 7, 7)] * 5)
+    assert index.contains([7, 7, 7]) and not index.contains([7, 7])
+
+
+def test_vocab_of_one_token():
+    index = StaticIndex.from_sequences([[0], [0, 0], [0, 0, 0]], 1)
+    assert index.eos_token == 1 and index.num_columns == 2
+    walk_all(index, [(0,), (0, 0), (0, 0, 0)])
+
+
+def test_large_vocab_uses_int32_tokens():
+    rng = np.random.default_rng(1)
+    seqs = rng.integers(0, 70_000, (200, 3))
+    seqs[:, 0] = rng.integers(65_530, 70_000, 200)
+    index = StaticIndex.from_sequences(seqs, 70_000, dense_depth=1)
+    assert index.edge_token.dtype == np.int32
+    walk_all(index, [tuple(r) for r in seqs.tolist()])
