@@ -32,7 +32,9 @@ def _check(tokens: list[bytes], exclude: set[int]) -> None:
     for n in range(trie.num_nodes):
         p = paths[n]
         kids = trie.children(n).tolist()
-        assert [paths[k] for k in kids] == sorted(q for q in prefixes if len(q) == len(p) + 1 and q.startswith(p))
+        assert [paths[k] for k in kids] == sorted(
+            q for q in prefixes if len(q) == len(p) + 1 and q.startswith(p)
+        )
         sub = set(range(n, trie.subtree_end[n]))
         assert sub == {m for m in range(trie.num_nodes) if paths[m].startswith(p)}
         under = {int(t) for t in trie.sorted_tokens[trie.token_lo[n] : trie.token_hi[n]]}
@@ -45,7 +47,10 @@ def _check(tokens: list[bytes], exclude: set[int]) -> None:
         assert got == below
     for p in list(prefixes)[:50]:
         assert paths[trie.find(p)] == p
-    assert trie.find(b"\xff\xfe\xfd\xfc\xfb") in (-1, paths.index(b"\xff\xfe\xfd\xfc\xfb") if b"\xff\xfe\xfd\xfc\xfb" in paths else -1)
+    assert trie.find(b"\xff\xfe\xfd\xfc\xfb") in (
+        -1,
+        paths.index(b"\xff\xfe\xfd\xfc\xfb") if b"\xff\xfe\xfd\xfc\xfb" in paths else -1,
+    )
 
 
 @settings(max_examples=60, deadline=None)

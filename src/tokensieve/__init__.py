@@ -1,20 +1,34 @@
-"""tokensieve: language model output that is valid by construction."""
+"""tokensieve: language model output that is valid by construction.
+
+The pipeline, one sub-package per stage: ``vocab`` (tokenizer vocabularies as
+bytes, the token trie), ``grammar`` (front ends to the IR), ``automata`` (byte
+DFAs), ``compile`` (token masks per automaton state), ``matcher`` (per-sequence
+runtime state), ``retrieval`` (catalogs of ID sequences).
+"""
 
 from __future__ import annotations
 
 from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from .compile import CompiledGrammar, GrammarCompiler
 from .errors import GrammarError, LimitExceeded, SchemaError, TokensieveError, VocabularyError
 from .limits import Limits
+from .matcher import GrammarMatcher
+from .vocab import TokenizerInfo
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompiledGrammar",
+    "GrammarCompiler",
     "GrammarError",
+    "GrammarMatcher",
     "LimitExceeded",
     "Limits",
     "SchemaError",
+    "TokenizerInfo",
     "TokensieveError",
     "VocabularyError",
+    "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
 ]

@@ -108,7 +108,9 @@ def apply_token_bitmask_inplace(
 
 def _check_shapes(lshape: tuple[int, ...], bshape: tuple[int, ...], has_indices: bool) -> None:
     if len(lshape) not in (1, 2) or len(bshape) not in (1, 2):
-        raise ValueError(f"logits must be (batch, V) or (V,), bitmask (batch, W) or (W,); got {lshape} and {bshape}")
+        raise ValueError(
+            f"logits must be (batch, V) or (V,), bitmask (batch, W) or (W,); got {lshape} and {bshape}"
+        )
     if not has_indices and len(lshape) == 2 and len(bshape) == 2 and bshape[0] != lshape[0]:
         raise ValueError(
             f"bitmask has {bshape[0]} rows but logits has {lshape[0]}; pass indices= to map rows"

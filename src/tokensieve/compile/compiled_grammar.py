@@ -133,7 +133,9 @@ class CompiledGrammar:
         batch = 64
         for i in range(0, len(todo), batch):
             part = todo[i : i + batch]
-            for s, mask in zip(part, self._builder.masks(self._transitions, self._accepting, self._loops, part), strict=True):
+            for s, mask in zip(
+                part, self._builder.masks(self._transitions, self._accepting, self._loops, part), strict=True
+            ):
                 mask.setflags(write=False)
                 self._store(s, mask)
 
@@ -179,5 +181,7 @@ def _rebuild(
     unenforced: tuple[str, ...],
 ) -> CompiledGrammar:
     if version != _FORMAT_VERSION:
-        raise ValueError(f"cannot load a CompiledGrammar of format {version}; this version reads {_FORMAT_VERSION}")
+        raise ValueError(
+            f"cannot load a CompiledGrammar of format {version}; this version reads {_FORMAT_VERSION}"
+        )
     return CompiledGrammar(info, dfa, kind=kind, source=source, limits=limits, unenforced=unenforced)

@@ -7,7 +7,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..limits import Limits
 from .compiled_grammar import CompiledGrammar
@@ -32,8 +32,13 @@ class GrammarCompiler:
     limits
         Resource bounds applied to every compilation.
     precompute
-        Compute every automaton state's token mask at compile time instead of
-        lazily on first use.
+        ``True``: compute every automaton state's token mask at compile time, in
+        one batched walk of the token trie. ``False``: compute each state's mask
+        lazily on first use (memoised). ``"auto"`` (default): eager for automata
+        of at most ``auto_precompute_max_states`` states (a batched walk costs
+        little more than a single one), lazy for larger ones.
+    auto_precompute_max_states
+        The ``"auto"`` threshold.
     cache_enabled
         Keep compiled grammars keyed by their source, so compiling the same
         constraint twice is free.
@@ -46,13 +51,17 @@ class GrammarCompiler:
         tokenizer_info: TokenizerInfo,
         *,
         limits: Limits | None = None,
-        precompute: bool = False,
+        precompute: bool | Literal["auto"] = "auto",
+        auto_precompute_max_states: int = 32,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
     ) -> None:
         self.tokenizer_info = tokenizer_info
         self.limits = limits or Limits()
+        if precompute not in (True, False, "auto"):
+            raise ValueError(f"precompute must be True, False or 'auto', not {precompute!r}")
         self.precompute = precompute
+        self.auto_precompute_max_states = auto_precompute_max_states
         self.cache_enabled = cache_enabled
         self.max_cached_grammars = max_cached_grammars
         self._cache: OrderedDict[tuple[str, str], CompiledGrammar] = OrderedDict()
@@ -111,10 +120,15 @@ class GrammarCompiler:
         t0 = time.perf_counter()
         dfa = build()
         compiled = CompiledGrammar(self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits)
-        if self.precompute:
+        if self.precompute is True or (
+            self.precompute == "auto" and compiled.num_states <= self.auto_precompute_max_states
+        ):
             compiled.precompute()
         logger.info(
-            "compiled %s grammar: %d states in %.2f ms", key[0], compiled.num_states, (time.perf_counter() - t0) * 1e3
+            "compiled %s grammar: %d states in %.2f ms",
+            key[0],
+            compiled.num_states,
+            (time.perf_counter() - t0) * 1e3,
         )
         if self.cache_enabled:
             with self._lock:

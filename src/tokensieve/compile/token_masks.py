@@ -182,7 +182,9 @@ class TokenMaskBuilder:
             allowed[self.stop_token_ids] = True
         return np.packbits(allowed, bitorder="little").view(np.int32)
 
-    def masks(self, transitions: np.ndarray, accepting: np.ndarray, loops: np.ndarray, states: Sequence[int]) -> list[np.ndarray]:
+    def masks(
+        self, transitions: np.ndarray, accepting: np.ndarray, loops: np.ndarray, states: Sequence[int]
+    ) -> list[np.ndarray]:
         """Packed ``int32 (num_words,)`` masks for each of ``states``."""
         result = []
         for s, (lo, hi) in zip(states, self.walk(transitions, loops, states), strict=True):

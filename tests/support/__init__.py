@@ -1,0 +1,1 @@
+"""Shared test helpers: real vocabulary files, tiny vocabularies and independent oracles."""
