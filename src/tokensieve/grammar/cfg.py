@@ -1,0 +1,110 @@
+"""Context-free grammars in the IR: named rules whose bodies are regex IR nodes.
+
+A :class:`Grammar` is what every grammar front end (GBNF, EBNF, Lark, JSON
+Schema) produces. Rule bodies are :mod:`tokensieve.grammar.ir` nodes that may
+contain :class:`~tokensieve.grammar.ir.RuleRef` nodes naming other rules. The
+automaton stage inlines references to rules that are not recursive, so a
+grammar that is regular costs exactly what a regex costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import GrammarError
+from .ir import Alt, Concat, Node, Repeat, RuleRef
+
+__all__ = ["Grammar", "rule_refs"]
+
+
+def rule_refs(node: Node) -> Iterator[str]:
+    """Yield the names of the rules that ``node`` references, in order, with repeats.
+
+    Parameters
+    ----------
+    node
+        A regex IR node.
+
+    Yields
+    ------
+    str
+        Each referenced rule name.
+    """
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            yield n.name
+        elif isinstance(n, (Concat, Alt)):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A context-free grammar over bytes.
+
+    Parameters
+    ----------
+    rules
+        Rule name to body. Bodies are regex IR nodes that may reference rules.
+    root
+        Name of the start rule.
+
+    Raises
+    ------
+    GrammarError
+        When ``root`` is not a rule or a body references an undefined rule.
+    """
+
+    rules: Mapping[str, Node]
+    root: str = "root"
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rules = dict(self.rules)
+        object.__setattr__(self, "rules", rules)
+        if self.root not in rules:
+            raise GrammarError(f"the grammar has no rule named {self.root!r} to start from")
+        for name, body in rules.items():
+            for ref in rule_refs(body):
+                if ref not in rules:
+                    raise GrammarError(f"rule {name!r} references the undefined rule {ref!r}")
+        object.__setattr__(self, "_hash", hash((self.root, tuple(sorted(rules.items(), key=lambda kv: kv[0])))))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def reachable(self) -> Grammar:
+        """The same grammar without the rules that the root cannot reach."""
+        seen = {self.root}
+        todo = [self.root]
+        while todo:
+            for ref in rule_refs(self.rules[todo.pop()]):
+                if ref not in seen:
+                    seen.add(ref)
+                    todo.append(ref)
+        return Grammar({k: v for k, v in self.rules.items() if k in seen}, self.root)
+
+    @classmethod
+    def from_gbnf(cls, text: str, *, root: str = "root") -> Grammar:
+        """Parse llama.cpp GBNF text (see :mod:`tokensieve.grammar.gbnf`)."""
+        from .gbnf import parse_gbnf
+
+        return parse_gbnf(text, root=root)
+
+    @classmethod
+    def from_ebnf(cls, text: str, *, root: str = "root") -> Grammar:
+        """Parse W3C-style EBNF text as xgrammar accepts it (see :mod:`tokensieve.grammar.ebnf`)."""
+        from .ebnf import parse_ebnf
+
+        return parse_ebnf(text, root=root)
+
+    @classmethod
+    def from_lark(cls, text: str, *, root: str = "start") -> Grammar:
+        """Parse a Lark grammar (see :mod:`tokensieve.grammar.lark`)."""
+        from .lark import parse_lark
+
+        return parse_lark(text, root=root)
