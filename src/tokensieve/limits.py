@@ -41,6 +41,15 @@ class Limits:
         automaton construction may take; bounds patterns such as ``(a?){5000}``
         whose automata stay small but cost quadratic work to build (about a
         second per ten million steps).
+    max_grammar_rules
+        Rules in one grammar (after front-end lowering).
+    max_stack_depth
+        Frames on one pushdown stack (nesting depth of recursive rules in the output).
+    max_stacks
+        Parse stacks kept alive at once where a grammar is ambiguous.
+    max_pushdown_states
+        Distinct sets of (partial) parse stacks a compiled grammar may memoise;
+        bounds the work a recursive grammar can cost over its lifetime.
     """
 
     max_pattern_length: int = 1 << 20
@@ -52,3 +61,7 @@ class Limits:
     max_choice_bytes: int = 256 << 20
     max_mask_cache_bytes: int = 1 << 30
     max_compile_work: int = 20_000_000
+    max_grammar_rules: int = 20_000
+    max_stack_depth: int = 2_000
+    max_stacks: int = 512
+    max_pushdown_states: int = 500_000

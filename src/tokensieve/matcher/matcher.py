@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..compile.compiled_grammar import CompiledGrammar
+from ..compile.pushdown import CompiledPushdownGrammar
 
 __all__ = ["GrammarMatcher"]
 
@@ -36,13 +37,13 @@ class GrammarMatcher:
 
     def __init__(
         self,
-        compiled_grammar: CompiledGrammar,
+        compiled_grammar: CompiledGrammar | CompiledPushdownGrammar,
         *,
         max_rollback_tokens: int = -1,
         terminate_without_stop_token: bool = False,
     ) -> None:
-        if not isinstance(compiled_grammar, CompiledGrammar):
-            raise TypeError("GrammarMatcher needs a CompiledGrammar from GrammarCompiler")
+        if not isinstance(compiled_grammar, (CompiledGrammar, CompiledPushdownGrammar)):
+            raise TypeError("GrammarMatcher needs a compiled grammar from GrammarCompiler")
         self.compiled_grammar = compiled_grammar
         self.max_rollback_tokens = max_rollback_tokens
         self.terminate_without_stop_token = terminate_without_stop_token

@@ -1,0 +1,423 @@
+"""Token masks for recursive grammars: a lazily determinised pushdown walk.
+
+A *configuration* is a stack of DFA states (tuple of global state ids, bottom
+first) of a :class:`~tokensieve.automata.pushdown.RuleNetwork`. A *pushdown
+state* is a closed set of configurations (closed under entering a called rule
+and returning from a finished one); the empty configuration ``()`` stands for
+"everything below the first frame returned". Pushdown states are interned to
+integers and get a 256-entry transition row on first use, so the grammar is
+determinised lazily and a matcher's state is one integer, like a regex's.
+
+Token masks are computed by the same level-by-level trie walk as for DFAs, over
+pushdown states. A walk starts from one frame ``f`` alone: tokens it decides
+are independent of what lies below ``f``; at the trie nodes where the frame
+returns (the *escape nodes*, where ``()`` is reached) the rest of the token
+depends on the frame below, so the walk goes on from those nodes with that
+frame, and so on. Results are memoised per stack suffix — the top frame alone,
+then the top two, three... — so stack-dependent tokens are resolved vectorised
+and only once per suffix. The mask of a matcher state is the union over its
+stacks, memoised per state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..automata.pushdown import RuleNetwork
+from ..errors import LimitExceeded
+from ..limits import Limits
+from .vocab_cache import mask_builder_for
+
+if TYPE_CHECKING:
+    from ..vocab import TokenizerInfo
+
+__all__ = ["CompiledPushdownGrammar"]
+
+Config = tuple[int, ...]
+
+
+class _TrieArrays:
+    """int64 views of the token trie used by the walk."""
+
+    def __init__(self, builder: Any) -> None:
+        trie = builder.trie
+        self.root_children = trie.children(0).astype(np.int64)
+        self.node_byte = trie.node_byte.astype(np.int64)
+        self.child_start = trie.child_start.astype(np.int64)
+        self.child_ids = trie.child_ids.astype(np.int64)
+        self.token_lo = trie.token_lo.astype(np.int64)
+        self.token_mid = trie.token_mid.astype(np.int64)
+        self.token_hi = trie.token_hi.astype(np.int64)
+        self.subtree_bytes = trie.subtree_bytes
+
+    def children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Children of ``nodes`` and, for each child, the index of its parent in ``nodes``."""
+        cs = self.child_start[nodes]
+        cnt = self.child_start[nodes + 1] - cs
+        total = int(cnt.sum())
+        if total == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        ends = np.cumsum(cnt)
+        pos = np.arange(total, dtype=np.int64) + np.repeat(cs - (ends - cnt), cnt)
+        return self.child_ids[pos], np.repeat(np.arange(nodes.size, dtype=np.int64), cnt)
+
+
+_TRIES: dict[int, tuple[Any, _TrieArrays]] = {}
+
+
+def _trie_arrays(builder: Any) -> _TrieArrays:
+    hit = _TRIES.get(id(builder))
+    if hit is not None and hit[0] is builder:
+        return hit[1]
+    arrays = _TrieArrays(builder)
+    if len(_TRIES) > 8:
+        _TRIES.clear()
+    _TRIES[id(builder)] = (builder, arrays)
+    return arrays
+
+
+class CompiledPushdownGrammar:
+    """A recursive grammar compiled against one vocabulary.
+
+    It offers the state-machine interface that :class:`~tokensieve.GrammarMatcher`
+    drives (``start_state``, ``step_bytes``, ``is_accepting``, ``row``,
+    ``token_mask``); states are interned sets of parse stacks.
+
+    Parameters
+    ----------
+    network
+        The rule network from :func:`~tokensieve.automata.pushdown.compile_grammar_automaton`.
+    tokenizer_info
+        The vocabulary.
+    limits
+        ``max_stack_depth``, ``max_stacks``, ``max_pushdown_states`` and
+        ``max_mask_cache_bytes`` apply, at compile time and while decoding.
+    kind, source
+        What was compiled, for ``repr`` and error messages.
+    unenforced
+        Constraints that are reported as not enforced.
+    """
+
+    def __init__(
+        self,
+        network: RuleNetwork,
+        tokenizer_info: TokenizerInfo,
+        limits: Limits | None = None,
+        *,
+        kind: str = "grammar",
+        source: str = "",
+        unenforced: tuple[str, ...] = (),
+    ) -> None:
+        self.network = network
+        self.tokenizer_info = tokenizer_info
+        self.limits = limits or Limits()
+        self.kind = kind
+        self.source = source
+        self.unenforced = tuple(unenforced)
+        self._builder = mask_builder_for(tokenizer_info)
+        self._trie = _trie_arrays(self._builder)
+        self._lock = threading.RLock()
+        # global state ids: rule r's state q is offsets[r] + q
+        sizes = [t.shape[0] for t in network.transitions]
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._offsets = offsets
+        g_trans = []
+        for r, t in enumerate(network.transitions):
+            t64 = t.astype(np.int32)
+            g_trans.append(np.where(t64 >= 0, t64 + np.int32(offsets[r]), np.int32(-1)))
+        self._gtrans = np.ascontiguousarray(np.concatenate(g_trans, axis=0), dtype=np.int32)
+        self._gaccept = np.concatenate(network.accepting).tolist()
+        self._gcalls: list[tuple[tuple[int, int], ...]] = []
+        for r, per_state in enumerate(network.calls):
+            for edges in per_state:
+                self._gcalls.append(
+                    tuple((int(offsets[s] + network.starts[s]), int(offsets[r] + ret)) for s, ret in edges)
+                )
+        # interned pushdown states
+        self._ids: dict[frozenset[Config], int] = {}
+        self._sets: list[frozenset[Config]] = []
+        cap = 64
+        self._table = np.full((cap, 256), -1, dtype=np.int32)
+        self._known = np.zeros(cap, dtype=bool)
+        self._escape = np.zeros(cap, dtype=bool)
+        self._loops = np.zeros((cap, 4), dtype=np.uint64)
+        self._closures: dict[frozenset[Config], int] = {}
+        # memo: stack suffix -> (packed mask, escape nodes); state -> packed mask
+        self._levels: dict[Config, tuple[np.ndarray, np.ndarray]] = {}
+        self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._mask_bytes = 0
+        self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
+        self._empty_words = np.zeros(self._builder.num_words, dtype=np.int32)
+
+    # ------------------------------------------------------------ interface
+    @property
+    def start_state(self) -> int:
+        """The matcher state before any output."""
+        return self._start
+
+    @property
+    def vocab_size(self) -> int:
+        """Width of the masks in tokens."""
+        return int(self.tokenizer_info.vocab_size)
+
+    @property
+    def num_states(self) -> int:
+        """Pushdown states discovered so far."""
+        return len(self._sets)
+
+    def is_accepting(self, state: int) -> bool:
+        """Whether the output that led to ``state`` is a complete sentence."""
+        return bool(self._escape[state])
+
+    def row(self, state: int) -> np.ndarray:
+        """The 256 successor states of ``state`` (-1: byte not allowed)."""
+        with self._lock:
+            if not self._known[state]:
+                self._fill_row(state)
+            return self._table[state]
+
+    def step_bytes(self, state: int, data: bytes) -> int:
+        """State after ``data``, or -1 when some byte leaves the language."""
+        table, known = self._table, self._known
+        for b in data:
+            if not known[state]:
+                with self._lock:
+                    self._fill_row(state)
+                table, known = self._table, self._known
+            state = int(table[state, b])
+            if state < 0:
+                return -1
+        return state
+
+    def token_mask(self, state: int) -> np.ndarray:
+        """Packed ``int32`` mask of the tokens allowed in ``state`` (read-only)."""
+        hit = self._masks.get(state)
+        if hit is not None:
+            return hit
+        with self._lock:
+            hit = self._masks.get(state)
+            if hit is not None:
+                return hit
+            mask = self._compute_mask(state)
+            self._masks[state] = mask
+            self._mask_bytes += mask.nbytes
+            while self._mask_bytes > self.limits.max_mask_cache_bytes and len(self._masks) > 1:
+                _, old = self._masks.popitem(last=False)
+                self._mask_bytes -= old.nbytes
+            return mask
+
+    def stacks(self, state: int) -> frozenset[Config]:
+        """The parse stacks of ``state`` (global DFA state ids, bottom first)."""
+        return self._sets[state]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild,
+            (self.network, self.tokenizer_info, self.limits, self.kind, self.source, self.unenforced),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CompiledPushdownGrammar(kind={self.kind!r}, rules={len(self.network.names)}, "
+            f"dfa_states={self.network.num_states}, pushdown_states={len(self._sets)})"
+        )
+
+    # -------------------------------------------------------------- states
+    def _closure(self, configs: set[Config]) -> frozenset[Config]:
+        out = set(configs)
+        todo = list(configs)
+        accept, calls = self._gaccept, self._gcalls
+        max_depth, max_stacks = self.limits.max_stack_depth, self.limits.max_stacks
+        while todo:
+            c = todo.pop()
+            if not c:
+                continue
+            g = c[-1]
+            if accept[g]:
+                d = c[:-1]
+                if d not in out:
+                    out.add(d)
+                    todo.append(d)
+            for start, ret in calls[g]:
+                d = c[:-1] + (ret, start)
+                if d not in out:
+                    if len(d) > max_depth:
+                        raise LimitExceeded(f"parse stack deeper than max_stack_depth={max_depth}")
+                    out.add(d)
+                    todo.append(d)
+            if len(out) > max_stacks:
+                raise LimitExceeded(
+                    f"the grammar is ambiguous here: more than max_stacks={max_stacks} parse stacks"
+                )
+        return frozenset(out)
+
+    def _intern_closed(self, configs: set[Config]) -> int:
+        key = frozenset(configs)
+        hit = self._closures.get(key)
+        if hit is not None:
+            return hit
+        closed = self._closure(configs)
+        sid = self._ids.get(closed)
+        if sid is None:
+            sid = len(self._sets)
+            if sid >= self.limits.max_pushdown_states:
+                raise LimitExceeded(
+                    f"more than max_pushdown_states={self.limits.max_pushdown_states} parser states"
+                )
+            if sid >= self._table.shape[0]:
+                self._grow()
+            self._ids[closed] = sid
+            self._sets.append(closed)
+            self._escape[sid] = () in closed
+        self._closures[key] = sid
+        return sid
+
+    def _grow(self) -> None:
+        cap = self._table.shape[0] * 2
+        table = np.full((cap, 256), -1, dtype=np.int32)
+        table[: self._table.shape[0]] = self._table
+        known = np.zeros(cap, dtype=bool)
+        known[: self._known.shape[0]] = self._known
+        escape = np.zeros(cap, dtype=bool)
+        escape[: self._escape.shape[0]] = self._escape
+        loops = np.zeros((cap, 4), dtype=np.uint64)
+        loops[: self._loops.shape[0]] = self._loops
+        self._table, self._known, self._escape, self._loops = table, known, escape, loops
+
+    def _fill_row(self, sid: int) -> None:
+        configs = [c for c in self._sets[sid] if c]
+        row = np.full(256, -1, dtype=np.int32)
+        if configs:
+            tops = np.fromiter((c[-1] for c in configs), dtype=np.int64, count=len(configs))
+            cols = self._gtrans[tops]  # (k, 256)
+            live = (cols >= 0).any(axis=0)
+            if live.any():
+                bytes_live = np.flatnonzero(live)
+                uniq, inverse = np.unique(cols[:, bytes_live].T, axis=0, return_inverse=True)
+                inverse = inverse.reshape(-1)
+                for u in range(uniq.shape[0]):
+                    nxt = {
+                        c[:-1] + (int(t),) for c, t in zip(configs, uniq[u].tolist(), strict=True) if t >= 0
+                    }
+                    row[bytes_live[inverse == u]] = self._intern_closed(nxt)
+        self._table[sid] = row
+        if not self._escape[sid]:
+            loops = row == sid
+            self._loops[sid] = np.packbits(loops, bitorder="little").view(np.uint64)
+        self._known[sid] = True
+
+    def _ensure_rows(self, states: np.ndarray) -> None:
+        if states.size == 0:
+            return
+        missing = states[~self._known[states]]
+        if missing.size:
+            for s in np.unique(missing).tolist():
+                if not self._known[s]:
+                    self._fill_row(s)
+
+    # --------------------------------------------------------------- walks
+    def _walk(self, start: int, start_nodes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Tokens allowed from pushdown state ``start`` below ``start_nodes`` (None: the trie root).
+
+        Returns the packed mask (no stop tokens) and the escape nodes.
+        """
+        tr = self._trie
+        self._ensure_rows(np.array([start], dtype=np.int64))
+        escapes: list[np.ndarray] = []
+        if self._escape[start]:
+            escapes.append(np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes)
+        if start_nodes is None:
+            node = tr.root_children
+        else:
+            node, _ = tr.children(start_nodes)
+        state = self._table[start][tr.node_byte[node]].astype(np.int64)
+        keep = state >= 0
+        node, state = node[keep], state[keep]
+        out_lo: list[np.ndarray] = []
+        out_hi: list[np.ndarray] = []
+        while node.size:
+            self._ensure_rows(state)
+            esc = self._escape[state]
+            if esc.any():
+                escapes.append(node[esc])
+            loops = self._loops[state]
+            below = tr.subtree_bytes[node]
+            closed = ~np.any(below & ~loops, axis=1)
+            if closed.any():
+                cn = node[closed]
+                out_lo.append(tr.token_lo[cn])
+                out_hi.append(tr.token_hi[cn])
+                open_ = ~closed
+                node, state = node[open_], state[open_]
+                if not node.size:
+                    break
+            lo = tr.token_lo[node]
+            mid = tr.token_mid[node]
+            exact = mid > lo
+            if exact.any():
+                out_lo.append(lo[exact])
+                out_hi.append(mid[exact])
+            kids, parent = tr.children(node)
+            if kids.size == 0:
+                break
+            nstate = self._table[state[parent], tr.node_byte[kids]].astype(np.int64)
+            keep = nstate >= 0
+            node, state = kids[keep], nstate[keep]
+        b = self._builder
+        if out_lo:
+            mask = b.pack(b.ranges_to_bool(np.concatenate(out_lo), np.concatenate(out_hi)), False)
+        else:
+            mask = self._empty_words.copy()
+        esc_nodes = np.unique(np.concatenate(escapes)) if escapes else np.zeros(0, dtype=np.int64)
+        mask.setflags(write=False)
+        return mask, esc_nodes
+
+    def _level(self, suffix: Config) -> tuple[np.ndarray, np.ndarray]:
+        hit = self._levels.get(suffix)
+        if hit is not None:
+            return hit
+        start = self._intern_closed({(suffix[0],)})
+        if len(suffix) == 1:
+            result = self._walk(start, None)
+        else:
+            _, nodes = self._level(suffix[1:])
+            result = self._walk(start, nodes)
+        self._levels[suffix] = result
+        return result
+
+    def _compute_mask(self, state: int) -> np.ndarray:
+        acc = self._empty_words.copy()
+        complete = False
+        for config in self._sets[state]:
+            if not config:
+                complete = True
+                continue
+            for depth in range(1, len(config) + 1):
+                mask, nodes = self._level(config[-depth:])
+                np.bitwise_or(acc, mask, out=acc)
+                if nodes.size == 0:
+                    break
+        if complete:
+            stops = self._builder.stop_token_ids
+            if stops.size:
+                np.bitwise_or.at(
+                    acc, stops >> 5, (np.int64(1) << (stops & 31)).astype(np.uint32).view(np.int32)
+                )
+        acc.setflags(write=False)
+        return acc
+
+
+def _rebuild(
+    network: RuleNetwork,
+    info: TokenizerInfo,
+    limits: Limits,
+    kind: str,
+    source: str,
+    unenforced: tuple[str, ...],
+) -> CompiledPushdownGrammar:
+    return CompiledPushdownGrammar(network, info, limits, kind=kind, source=source, unenforced=unenforced)
