@@ -9,8 +9,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
+from ..automata.pushdown import RuleNetwork, compile_grammar_automaton
+from ..errors import GrammarError
+from ..grammar.cfg import Grammar
 from ..limits import Limits
 from .compiled_grammar import CompiledGrammar
+from .pushdown import CompiledPushdownGrammar
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -104,6 +108,67 @@ class GrammarCompiler:
         desc = f"{len(items)} choices"
         return self._compile(("choices", key), lambda: choices_to_dfa(items, self.limits), desc)
 
+    def compile_grammar(
+        self,
+        grammar: str | Grammar,
+        *,
+        syntax: Literal["ebnf", "gbnf", "lark"] = "ebnf",
+        root: str | None = None,
+    ) -> CompiledGrammar | CompiledPushdownGrammar:
+        """Compile a context-free grammar.
+
+        Parameters
+        ----------
+        grammar
+            Grammar text, or a :class:`~tokensieve.grammar.cfg.Grammar` IR value.
+        syntax
+            The text's syntax: ``"ebnf"`` (W3C style, as xgrammar accepts),
+            ``"gbnf"`` (llama.cpp) or ``"lark"``.
+        root
+            The start rule (default ``"root"``; ``"start"`` for Lark).
+
+        Returns
+        -------
+        CompiledGrammar or CompiledPushdownGrammar
+            A grammar that is regular (no recursive rule reachable from the root)
+            compiles to a plain automaton, exactly as a regex does; a recursive
+            one to a pushdown grammar. Both drive a :class:`~tokensieve.GrammarMatcher`.
+
+        Raises
+        ------
+        GrammarError
+            Bad grammar text (with line, column and excerpt), undefined rules,
+            an empty language, or left recursion that cannot be rewritten.
+        LimitExceeded
+            When a configured limit is exceeded.
+        """
+        if isinstance(grammar, Grammar):
+            ir = grammar if root is None or root == grammar.root else Grammar(grammar.rules, root)
+            key_text = repr(sorted(ir.rules.items(), key=lambda kv: kv[0])) + "\x00" + ir.root
+            source = f"<grammar with {len(ir.rules)} rules>"
+        elif isinstance(grammar, str):
+            if len(grammar) > self.limits.max_pattern_length:
+                from ..errors import LimitExceeded
+
+                raise LimitExceeded(
+                    f"grammar text of {len(grammar)} characters (max_pattern_length={self.limits.max_pattern_length})"
+                )
+            if syntax == "gbnf":
+                ir = Grammar.from_gbnf(grammar, root=root or "root")
+            elif syntax == "ebnf":
+                ir = Grammar.from_ebnf(grammar, root=root or "root")
+            elif syntax == "lark":
+                ir = Grammar.from_lark(grammar, root=root or "start")
+            else:
+                raise GrammarError(f"unknown grammar syntax {syntax!r}: use 'ebnf', 'gbnf' or 'lark'")
+            key_text = f"{syntax}\x00{root}\x00{grammar}"
+            source = grammar
+        else:
+            raise TypeError(f"grammar must be text or a Grammar, not {type(grammar).__name__}")
+        return self._compile(
+            ("grammar", key_text), lambda: compile_grammar_automaton(ir, self.limits), source
+        )
+
     def clear_cache(self) -> None:
         """Forget every cached compiled grammar."""
         with self._lock:
@@ -119,6 +184,23 @@ class GrammarCompiler:
                     return hit
         t0 = time.perf_counter()
         dfa = build()
+        if isinstance(dfa, RuleNetwork):
+            pda = CompiledPushdownGrammar(dfa, self.tokenizer_info, self.limits, kind=key[0], source=source)
+            if self.precompute is not False:
+                pda.token_mask(pda.start_state)
+            logger.info(
+                "compiled %s grammar: %d rules, %d DFA states in %.2f ms",
+                key[0],
+                len(dfa.names),
+                dfa.num_states,
+                (time.perf_counter() - t0) * 1e3,
+            )
+            if self.cache_enabled:
+                with self._lock:
+                    self._cache[key] = pda  # type: ignore[assignment]
+                    while len(self._cache) > self.max_cached_grammars:
+                        self._cache.popitem(last=False)
+            return pda  # type: ignore[return-value]
         compiled = CompiledGrammar(self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits)
         if self.precompute is True or (
             self.precompute == "auto" and compiled.num_states <= self.auto_precompute_max_states
