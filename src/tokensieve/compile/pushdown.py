@@ -30,6 +30,7 @@ import numpy as np
 from ..automata.pushdown import RuleNetwork
 from ..errors import LimitExceeded
 from ..limits import Limits
+from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class CompiledPushdownGrammar:
         self.unenforced = tuple(unenforced)
         self._builder = mask_builder_for(tokenizer_info)
         self._trie = _trie_arrays(self._builder)
+        self._utf8_ok = utf8_subtree_ok(self._builder.trie)
         self._lock = threading.RLock()
         # global state ids: rule r's state q is offsets[r] + q
         sizes = [t.shape[0] for t in network.transitions]
@@ -146,6 +148,7 @@ class CompiledPushdownGrammar:
         self._known = np.zeros(cap, dtype=bool)
         self._escape = np.zeros(cap, dtype=bool)
         self._loops = np.zeros((cap, 4), dtype=np.uint64)
+        self._utf8 = np.zeros(cap, dtype=bool)
         self._closures: dict[frozenset[Config], int] = {}
         # memo: stack suffix -> (packed mask, escape nodes); state -> packed mask
         self._levels: dict[Config, tuple[np.ndarray, np.ndarray]] = {}
@@ -287,7 +290,9 @@ class CompiledPushdownGrammar:
         escape[: self._escape.shape[0]] = self._escape
         loops = np.zeros((cap, 4), dtype=np.uint64)
         loops[: self._loops.shape[0]] = self._loops
-        self._table, self._known, self._escape, self._loops = table, known, escape, loops
+        utf8 = np.zeros(cap, dtype=bool)
+        utf8[: self._utf8.shape[0]] = self._utf8
+        self._table, self._known, self._escape, self._loops, self._utf8 = table, known, escape, loops, utf8
 
     def _fill_row(self, sid: int) -> None:
         configs = [c for c in self._sets[sid] if c]
@@ -295,21 +300,33 @@ class CompiledPushdownGrammar:
         if configs:
             tops = np.fromiter((c[-1] for c in configs), dtype=np.int64, count=len(configs))
             cols = self._gtrans[tops]  # (k, 256)
-            live = (cols >= 0).any(axis=0)
-            if live.any():
-                bytes_live = np.flatnonzero(live)
-                uniq, inverse = np.unique(cols[:, bytes_live].T, axis=0, return_inverse=True)
-                inverse = inverse.reshape(-1)
-                for u in range(uniq.shape[0]):
-                    nxt = {
-                        c[:-1] + (int(t),) for c, t in zip(configs, uniq[u].tolist(), strict=True) if t >= 0
-                    }
-                    row[bytes_live[inverse == u]] = self._intern_closed(nxt)
+            if len(configs) == 1:
+                col = cols[0]
+                bytes_live = np.flatnonzero(col >= 0)
+                if bytes_live.size:
+                    uniq, inverse = np.unique(col[bytes_live], return_inverse=True)
+                    base = configs[0][:-1]
+                    ids = [self._intern_closed({(*base, t)}) for t in uniq.tolist()]
+                    row[bytes_live] = np.asarray(ids, dtype=np.int32)[inverse]
+            else:
+                bytes_live = np.flatnonzero((cols >= 0).any(axis=0))
+                if bytes_live.size:
+                    keys = np.ascontiguousarray(cols[:, bytes_live].T).view(
+                        np.dtype((np.void, 4 * len(configs)))
+                    )
+                    _, first, inverse = np.unique(keys.ravel(), return_index=True, return_inverse=True)
+                    for u, b in enumerate(first.tolist()):
+                        column = cols[:, bytes_live[b]].tolist()
+                        nxt = {c[:-1] + (t,) for c, t in zip(configs, column, strict=True) if t >= 0}
+                        row[bytes_live[inverse == u]] = self._intern_closed(nxt)
         self._table[sid] = row
-        if not self._escape[sid]:
-            loops = row == sid
-            self._loops[sid] = np.packbits(loops, bitorder="little").view(np.uint64)
         self._known[sid] = True
+        if not self._escape[sid]:
+            loops = np.packbits(row == sid, bitorder="little").view(np.uint64)
+            if is_utf8_closed(sid, self.row):
+                loops = loops | HIGH_BYTES
+                self._utf8[sid] = True
+            self._loops[sid] = loops
 
     def _ensure_rows(self, states: np.ndarray) -> None:
         if states.size == 0:
@@ -327,6 +344,7 @@ class CompiledPushdownGrammar:
         Returns the packed mask (no stop tokens) and the escape nodes.
         """
         tr = self._trie
+        utf8_ok = self._utf8_ok
         self._ensure_rows(np.array([start], dtype=np.int64))
         escapes: list[np.ndarray] = []
         if self._escape[start]:
@@ -348,6 +366,7 @@ class CompiledPushdownGrammar:
             loops = self._loops[state]
             below = tr.subtree_bytes[node]
             closed = ~np.any(below & ~loops, axis=1)
+            closed &= ~self._utf8[state] | utf8_ok[node]
             if closed.any():
                 cn = node[closed]
                 out_lo.append(tr.token_lo[cn])

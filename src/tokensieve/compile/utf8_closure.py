@@ -1,0 +1,146 @@
+"""The UTF-8 closure shortcut: whole trie subtrees inside "any character" loops.
+
+A state such as "inside a JSON string" loops on the allowed ASCII bytes and
+accepts *every* non-ASCII character, through a small UTF-8 sub-automaton that
+returns to the state. Self-loop bytesets alone cannot cover the multi-byte
+characters (their bytes lead to other states), so most tokens of a multilingual
+vocabulary would be walked byte by byte.
+
+Instead, once per vocabulary, every trie node gets the state of the canonical
+UTF-8 automaton after its bytes; a prefix sum over the DFS preorder then says
+whether *every* token below a node is well-formed UTF-8 text (complete
+characters, possibly ending inside one). And once per automaton state, a short
+product walk checks that the state's non-ASCII behaviour is exactly the
+canonical automaton's, returning to the state itself. Where both hold, a trie
+node whose subtree uses only the state's ASCII loop bytes and non-ASCII bytes
+is allowed whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..vocab.trie import TokenTrie
+
+__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "is_utf8_closed"]
+
+
+def _canonical_table() -> np.ndarray:
+    """Well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF) as a byte DFA.
+
+    States: 0 at a character boundary; 1, 2, 3 expecting that many continuation
+    bytes; 4 after ``E0`` (next A0–BF); 5 after ``ED`` (80–9F); 6 after ``F0``
+    (90–BF); 7 after ``F4`` (80–8F).
+    """
+    t = np.full((8, 256), -1, dtype=np.int8)
+    t[0, 0x00:0x80] = 0
+    t[0, 0xC2:0xE0] = 1
+    t[0, 0xE0] = 4
+    t[0, 0xE1:0xED] = 2
+    t[0, 0xED] = 5
+    t[0, 0xEE:0xF0] = 2
+    t[0, 0xF0] = 6
+    t[0, 0xF1:0xF4] = 3
+    t[0, 0xF4] = 7
+    t[1, 0x80:0xC0] = 0
+    t[2, 0x80:0xC0] = 1
+    t[3, 0x80:0xC0] = 2
+    t[4, 0xA0:0xC0] = 1
+    t[5, 0x80:0xA0] = 1
+    t[6, 0x90:0xC0] = 2
+    t[7, 0x80:0x90] = 2
+    t.setflags(write=False)
+    return t
+
+
+#: The canonical UTF-8 byte automaton (``int8 (8, 256)``, -1: ill-formed).
+UTF8_TABLE = _canonical_table()
+
+#: 256-bit set (``uint64 (4,)``) of the bytes 0x80-0xFF.
+HIGH_BYTES = np.array([0, 0, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64)
+
+_SUBTREE_OK: dict[int, tuple[TokenTrie, np.ndarray]] = {}
+
+
+def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
+    """Per trie node: the path to it ends on a character boundary and every token below is well-formed.
+
+    Parameters
+    ----------
+    trie
+        The token trie.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``bool (num_nodes,)``, computed once per trie and kept.
+    """
+    hit = _SUBTREE_OK.get(id(trie))
+    if hit is not None and hit[0] is trie:
+        return hit[1]
+    n = trie.num_nodes
+    state = np.full(n, -1, dtype=np.int8)
+    state[0] = 0
+    parent = trie.node_parent.astype(np.int64)
+    byte = trie.node_byte.astype(np.int64)
+    for depth in range(1, trie.max_depth + 1):
+        nodes = trie.nodes_at_depth(depth).astype(np.int64)
+        if nodes.size == 0:
+            break
+        ps = state[parent[nodes]].astype(np.int64)
+        ok = ps >= 0
+        nxt = np.full(nodes.size, -1, dtype=np.int8)
+        nxt[ok] = UTF8_TABLE[ps[ok], byte[nodes[ok]]]
+        state[nodes] = nxt
+    bad = np.concatenate([[0], np.cumsum(state < 0)])
+    end = trie.subtree_end.astype(np.int64)
+    ok_all = (bad[end] - bad[np.arange(n)]) == 0
+    result = ok_all & (state == 0)
+    result.setflags(write=False)
+    if len(_SUBTREE_OK) > 8:
+        _SUBTREE_OK.clear()
+    _SUBTREE_OK[id(trie)] = (trie, result)
+    return result
+
+
+def is_utf8_closed(state: int, row: Callable[[int], np.ndarray]) -> bool:
+    """Whether ``state`` accepts every non-ASCII character and returns to itself after it.
+
+    Parameters
+    ----------
+    state
+        An automaton state.
+    row
+        ``row(s)``: the 256 successor states of ``s`` (-1: none).
+
+    Returns
+    -------
+    bool
+    """
+    first = row(state)
+    if first[0xC2] < 0 or first[0xF4] < 0:
+        return False  # quick reject: most states do not accept every character
+    seen = {(state, 0)}
+    todo = [(state, 0)]
+    upper = np.arange(256) >= 0x80
+    while todo:
+        s, u = todo.pop()
+        r = np.asarray(row(s))
+        cu = UTF8_TABLE[u].astype(np.int64)
+        span = upper if u == 0 else np.ones(256, dtype=bool)
+        valid = (cu >= 0) & span
+        if np.any(r[~valid & span] >= 0) or np.any(r[valid] < 0):
+            return False
+        back = valid & (cu == 0)
+        if np.any(r[back] != state):
+            return False
+        inner = valid & (cu > 0)
+        for pair in set(zip(r[inner].tolist(), cu[inner].tolist(), strict=True)):
+            if pair not in seen:
+                if len(seen) > 64:
+                    return False
+                seen.add(pair)
+                todo.append(pair)
+    return True
