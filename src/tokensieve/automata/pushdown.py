@@ -114,7 +114,7 @@ def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) ->
     grammar = grammar.reachable()
     if len(grammar.rules) > limits.max_grammar_rules:
         raise LimitExceeded(
-            f"the grammar has {len(grammar.rules)} rules (max_grammar_rules={limits.max_grammar_rules})"
+            "max_grammar_rules", limits.max_grammar_rules, f"the grammar has {len(grammar.rules)} rules"
         )
     rules = _drop_unproductive(dict(grammar.rules), grammar.root)
     rules = _rewrite_left_recursion(rules)
@@ -124,7 +124,7 @@ def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) ->
         return ir_to_dfa(inlined.expand(grammar.root), limits)
     names = sorted(recursive | {grammar.root}, key=lambda n: (n != grammar.root, n))
     if len(names) > _MAX_RECURSIVE_RULES:
-        raise LimitExceeded(f"the grammar has more than {_MAX_RECURSIVE_RULES} recursive rules")
+        raise LimitExceeded("max_grammar_rules", _MAX_RECURSIVE_RULES, "too many recursive rules")
     index = {n: i for i, n in enumerate(names)}
     bodies = {n: inlined.expand(n) for n in names}
     for n, body in bodies.items():
@@ -272,7 +272,11 @@ def _left_cycle(rules: dict[str, Node]) -> list[str] | None:
 
 
 def _branches(node: Node) -> list[Node]:
-    return list(node.items) if isinstance(node, Alt) else [node]
+    if isinstance(node, Alt):
+        return [b for item in node.items for b in _branches(item)]
+    if isinstance(node, Repeat) and node.min == 0 and node.max == 1:
+        return [*_branches(node.item), EMPTY]
+    return [node]
 
 
 def _split_first(branch: Node) -> tuple[Node, Node]:
@@ -304,7 +308,9 @@ def _rewrite_left_recursion(rules: dict[str, Node]) -> dict[str, Node]:
                     new.append(b)
             branches = new
             if len(branches) > 10_000:
-                raise LimitExceeded("rewriting left recursion makes too many alternatives")
+                raise LimitExceeded(
+                    "max_grammar_rules", 10_000, "rewriting left recursion makes too many alternatives"
+                )
         direct, other = [], []
         for b in branches:
             first, rest = _split_first(b)

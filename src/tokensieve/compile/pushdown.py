@@ -250,13 +250,11 @@ class CompiledPushdownGrammar:
                 d = c[:-1] + (ret, start)
                 if d not in out:
                     if len(d) > max_depth:
-                        raise LimitExceeded(f"parse stack deeper than max_stack_depth={max_depth}")
+                        raise LimitExceeded("max_stack_depth", max_depth, "the parse stack is too deep")
                     out.add(d)
                     todo.append(d)
             if len(out) > max_stacks:
-                raise LimitExceeded(
-                    f"the grammar is ambiguous here: more than max_stacks={max_stacks} parse stacks"
-                )
+                raise LimitExceeded("max_stacks", max_stacks, "the grammar is too ambiguous here")
         return frozenset(out)
 
     def _intern_closed(self, configs: set[Config]) -> int:
@@ -270,7 +268,7 @@ class CompiledPushdownGrammar:
             sid = len(self._sets)
             if sid >= self.limits.max_pushdown_states:
                 raise LimitExceeded(
-                    f"more than max_pushdown_states={self.limits.max_pushdown_states} parser states"
+                    "max_pushdown_states", self.limits.max_pushdown_states, "too many distinct parser states"
                 )
             if sid >= self._table.shape[0]:
                 self._grow()

@@ -1,0 +1,156 @@
+"""Recursive grammars: masks against an Earley recogniser, runtime features, limits."""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from support.cfg_grammars import GRAMMARS, allowed_tokens, check_random_walks
+from support.tiny_vocab import EOS
+
+from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits
+from tokensieve.compile.pushdown import CompiledPushdownGrammar
+from tokensieve.grammar.cfg import Grammar
+from tokensieve.grammar.ir import EMPTY, RuleRef, alt, concat, literal, optional, repeat, star
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_masks_equal_earley_oracle(tiny_info, name: str) -> None:
+    grammar = GRAMMARS[name]
+    compiled = GrammarCompiler(tiny_info).compile_grammar(grammar)
+    assert isinstance(compiled, CompiledPushdownGrammar)
+    checked = check_random_walks(
+        compiled, grammar, tiny_info, seed=zlib.crc32(name.encode()), walks=4, steps=10, eos=EOS
+    )
+    assert checked >= 4
+
+
+def _atoms() -> st.SearchStrategy:
+    return st.sampled_from([literal("a"), literal("b"), literal("("), literal(")"), literal("ab"), EMPTY])
+
+
+def _body(names: list[str]) -> st.SearchStrategy:
+    leaf = st.one_of(_atoms(), st.sampled_from([RuleRef(n) for n in names]))
+    return st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: concat(*xs)),
+            st.lists(inner, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
+            inner.map(optional),
+            inner.map(star),
+            inner.map(lambda x: repeat(x, 1, 2)),
+        ),
+        max_leaves=6,
+    )
+
+
+@st.composite
+def grammars(draw: st.DrawFn) -> Grammar:
+    names = ["root", "r1", "r2"][: draw(st.integers(1, 3))]
+    rules = {}
+    for i, n in enumerate(names):
+        body = draw(_body(names))
+        # every rule derives some string without recursion, so the oracle's "viable" is exact
+        rules[n] = alt(body, literal("ab"[i % 2] + ")"))
+    return Grammar(rules)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(grammar=grammars(), seed=st.integers(0, 1000))
+def test_random_grammars_equal_earley_oracle(tiny_info, grammar: Grammar, seed: int) -> None:
+    try:
+        compiled = GrammarCompiler(tiny_info, cache_enabled=False).compile_grammar(grammar)
+    except GrammarError as exc:
+        assume("left recursion" not in str(exc))
+        raise
+    check_random_walks(compiled, grammar, tiny_info, seed=seed, walks=2, steps=6, eos=EOS)
+
+
+def test_regular_grammar_compiles_to_a_plain_automaton(tiny_info) -> None:
+    g = Grammar({"root": concat(RuleRef("a"), RuleRef("a")), "a": alt(literal("x"), literal("yz"))})
+    compiled = GrammarCompiler(tiny_info).compile_grammar(g)
+    assert not isinstance(compiled, CompiledPushdownGrammar)
+    m = GrammarMatcher(compiled)
+    assert m.accept_string("xyz") and m.is_completed()
+
+
+def test_rollback_restores_masks(tiny_info) -> None:
+    compiled = GrammarCompiler(tiny_info).compile_grammar(GRAMMARS["parens"])
+    m = GrammarMatcher(compiled)
+    before = allowed_tokens(m, tiny_info.vocab_size)
+    assert m.accept_string("((")
+    assert m.accept_string("()")
+    mid = allowed_tokens(m, tiny_info.vocab_size)
+    assert not m.is_completed()
+    assert not m.accept_string(")))")  # would close more than is open
+    m.rollback(1)
+    m.rollback(1)
+    assert allowed_tokens(m, tiny_info.vocab_size) == before
+    assert m.accept_string("((") and m.accept_string("()")
+    assert allowed_tokens(m, tiny_info.vocab_size) == mid
+    assert m.accept_string("))") and m.is_completed()
+
+
+def test_jump_forward_string(tiny_info) -> None:
+    g = Grammar({"root": alt(concat(literal("begin("), RuleRef("root"), literal(")end")), literal("x"))})
+    m = GrammarMatcher(GrammarCompiler(tiny_info).compile_grammar(g))
+    assert m.accept_string("begin(x")
+    assert m.find_jump_forward_string() == ")end"
+
+
+def test_pickle_round_trip(tiny_info) -> None:
+    compiled = GrammarCompiler(tiny_info).compile_grammar(GRAMMARS["arith_left_recursive"])
+    clone = pickle.loads(pickle.dumps(compiled))
+    a, b = GrammarMatcher(compiled), GrammarMatcher(clone)
+    for text in ["(1+2", "*3)", "-4"]:
+        assert a.accept_string(text) and b.accept_string(text)
+        assert allowed_tokens(a, tiny_info.vocab_size) == allowed_tokens(b, tiny_info.vocab_size)
+
+
+def test_left_recursion_through_nullable_prefix_is_reported(tiny_info) -> None:
+    g = Grammar({"root": alt(concat(optional(literal("x")), RuleRef("root"), literal("y")), literal("z"))})
+    with pytest.raises(GrammarError, match="left recursion"):
+        GrammarCompiler(tiny_info).compile_grammar(g)
+
+
+def test_grammar_without_finite_sentence_is_reported(tiny_info) -> None:
+    g = Grammar({"root": concat(literal("("), RuleRef("root"), literal(")"))})
+    with pytest.raises(GrammarError, match="no finite string"):
+        GrammarCompiler(tiny_info).compile_grammar(g)
+
+
+def test_deep_nesting_hits_the_stack_limit(tiny_info) -> None:
+    limits = Limits(max_stack_depth=50)
+    compiled = GrammarCompiler(tiny_info, limits=limits).compile_grammar(GRAMMARS["parens"])
+    m = GrammarMatcher(compiled)
+    with pytest.raises(LimitExceeded, match="max_stack_depth"):
+        for _ in range(60):
+            m.accept_string("(")
+
+
+def test_exploding_ambiguity_hits_the_stack_count_limit(tiny_info) -> None:
+    # root ::= a* with a ::= "x" | "xx" | "xxx" ... nested: many parses of a run of x
+    g = Grammar(
+        {
+            "root": star(RuleRef("a")),
+            "a": alt(
+                literal("x"),
+                concat(literal("x"), RuleRef("a"), optional(literal("y"))),
+                concat(RuleRef("b"), literal("q")),
+            ),
+            "b": alt(literal("x"), concat(literal("x"), RuleRef("b"))),
+        }
+    )
+    limits = Limits(max_stacks=16)
+    with pytest.raises(LimitExceeded, match="max_stacks"):
+        compiled = GrammarCompiler(tiny_info, limits=limits).compile_grammar(g)
+        m = GrammarMatcher(compiled)
+        for _ in range(40):
+            m.accept_string("x")
