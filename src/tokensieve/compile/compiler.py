@@ -151,7 +151,9 @@ class GrammarCompiler:
                 from ..errors import LimitExceeded
 
                 raise LimitExceeded(
-                    f"grammar text of {len(grammar)} characters (max_pattern_length={self.limits.max_pattern_length})"
+                    "max_pattern_length",
+                    self.limits.max_pattern_length,
+                    f"grammar text of {len(grammar)} characters",
                 )
             if syntax == "gbnf":
                 ir = Grammar.from_gbnf(grammar, root=root or "root")

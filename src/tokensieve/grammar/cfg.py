@@ -72,7 +72,9 @@ class Grammar:
             for ref in rule_refs(body):
                 if ref not in rules:
                     raise GrammarError(f"rule {name!r} references the undefined rule {ref!r}")
-        object.__setattr__(self, "_hash", hash((self.root, tuple(sorted(rules.items(), key=lambda kv: kv[0])))))
+        object.__setattr__(
+            self, "_hash", hash((self.root, tuple(sorted(rules.items(), key=lambda kv: kv[0]))))
+        )
 
     def __hash__(self) -> int:
         return self._hash
