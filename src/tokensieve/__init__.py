@@ -12,12 +12,13 @@ from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from .compile import CompiledGrammar, GrammarCompiler
 from .errors import GrammarError, LimitExceeded, SchemaError, TokensieveError, VocabularyError
 from .limits import Limits
-from .matcher import GrammarMatcher
+from .matcher import BatchGrammarMatcher, GrammarMatcher
 from .vocab import TokenizerInfo
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchGrammarMatcher",
     "CompiledGrammar",
     "GrammarCompiler",
     "GrammarError",

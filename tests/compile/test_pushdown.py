@@ -154,3 +154,49 @@ def test_exploding_ambiguity_hits_the_stack_count_limit(tiny_info) -> None:
         m = GrammarMatcher(compiled)
         for _ in range(40):
             m.accept_string("x")
+
+
+def test_fork_is_independent(tiny_info) -> None:
+    compiled = GrammarCompiler(tiny_info).compile_grammar(GRAMMARS["parens"])
+    m = GrammarMatcher(compiled)
+    assert m.accept_string("((")
+    f = m.fork()
+    assert f.accept_string("))") and f.is_completed()
+    assert not m.is_completed() and m.accept_string(")")
+    assert allowed_tokens(m, tiny_info.vocab_size) != allowed_tokens(f, tiny_info.vocab_size)
+
+
+def test_forced_tokens_follow_the_only_continuation(tiny_info) -> None:
+    vocab = tiny_info.decoded_vocab
+    g = Grammar({"root": alt(concat(literal("é"), RuleRef("root")), literal("€"))})
+    m = GrammarMatcher(GrammarCompiler(tiny_info).compile_grammar(g))
+    # several tokens can start "é", so nothing is forced at the start
+    assert m.forced_tokens() == []
+    # after "€" the only continuation is a stop token
+    assert m.accept_string("€")
+    assert m.forced_tokens() == [EOS]
+    # a state where one token is the only way on: inside "€" after its first byte
+    m2 = GrammarMatcher(GrammarCompiler(tiny_info).compile_grammar(g))
+    first = vocab.index("€".encode()[:1])
+    assert m2.accept_token(first)
+    forced = m2.forced_tokens()
+    assert forced and b"".join(vocab[t] for t in forced if t != EOS) == "€".encode()[1:]
+
+
+def test_batch_matcher_fills_rows_like_single_matchers(tiny_info) -> None:
+    import numpy as np
+
+    from tokensieve import BatchGrammarMatcher, allocate_token_bitmask
+
+    compiler = GrammarCompiler(tiny_info)
+    ms = [GrammarMatcher(compiler.compile_grammar(GRAMMARS[n])) for n in ("parens", "json", "mutual")]
+    ms[0].accept_string("(()")
+    ms[1].accept_string('{"a": [1')
+    batch = allocate_token_bitmask(5, tiny_info.vocab_size)
+    with BatchGrammarMatcher(max_threads=2) as bm:
+        bm.fill_next_token_bitmask(ms, batch, indices=[4, 0, 2])
+    for m, row in zip(ms, [4, 0, 2], strict=True):
+        one = allocate_token_bitmask(1, tiny_info.vocab_size)
+        m.fill_next_token_bitmask(one)
+        assert np.array_equal(batch[row], one[0])
+    assert (batch[1] == -1).all() and (batch[3] == -1).all()  # rows not named are left as allocated

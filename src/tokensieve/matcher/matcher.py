@@ -235,5 +235,43 @@ class GrammarMatcher:
                 out = out[: exc.start]
         return ""
 
+    def forced_tokens(self, max_tokens: int = 64) -> list[int]:
+        """The tokens that must come next, as long as exactly one token is allowed at each step.
+
+        Unlike :meth:`find_jump_forward_string`, this works at the token level:
+        it stops as soon as two tokens (or a token and a stop token) are
+        possible, so the forced tokens can be fed to the model without
+        changing its tokenization. The matcher itself is not advanced.
+
+        Parameters
+        ----------
+        max_tokens
+            Upper bound on the number of tokens returned.
+
+        Returns
+        -------
+        list of int
+            The forced token ids (a stop token ends the list).
+        """
+        probe = self.fork()
+        out: list[int] = []
+        while len(out) < max_tokens and not probe.is_terminated():
+            mask = probe.next_token_mask()
+            if int(np.bitwise_count(mask.view(np.uint32)).sum()) != 1:
+                break
+            word = int(np.flatnonzero(mask)[0])
+            token = word * 32 + int(mask.view(np.uint32)[word]).bit_length() - 1
+            if not probe.accept_token(token):
+                break
+            out.append(token)
+        return out
+
+    def fork(self) -> GrammarMatcher:
+        """An independent copy of this matcher (for beam search): same state and history."""
+        clone = GrammarMatcher.__new__(GrammarMatcher)
+        clone.__dict__.update(self.__dict__)
+        clone._history = list(self._history)
+        return clone
+
     def __repr__(self) -> str:
         return f"GrammarMatcher(state={self._state}, terminated={self._terminated})"
