@@ -218,6 +218,66 @@ class CompiledPushdownGrammar:
         """The parse stacks of ``state`` (global DFA state ids, bottom first)."""
         return self._sets[state]
 
+    def snapshot(self) -> dict[str, Any]:
+        """Everything computed so far, as plain containers and arrays (for the disk cache)."""
+        with self._lock:
+            n = len(self._sets)
+            net = self.network
+            return {
+                "network": (
+                    list(net.names),
+                    list(net.transitions),
+                    list(net.accepting),
+                    list(net.starts),
+                    net.calls,
+                    net.root,
+                ),
+                "sets": list(self._sets),
+                "table": self._table[:n].copy(),
+                "known": self._known[:n].copy(),
+                "loops": self._loops[:n].copy(),
+                "utf8": self._utf8[:n].copy(),
+                "levels": dict(self._levels),
+                "masks": dict(self._masks),
+            }
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        snapshot: dict[str, Any],
+        tokenizer_info: TokenizerInfo,
+        limits: Limits | None = None,
+        *,
+        kind: str = "grammar",
+        source: str = "",
+    ) -> CompiledPushdownGrammar:
+        """Rebuild a compiled grammar, with its memoised states and masks, from :meth:`snapshot`."""
+        names, transitions, accepting, starts, calls, root = snapshot["network"]
+        network = RuleNetwork(tuple(names), tuple(transitions), tuple(accepting), tuple(starts), calls, root)
+        self = cls(network, tokenizer_info, limits, kind=kind, source=source)
+        sets = snapshot["sets"]
+        n = len(sets)
+        while self._table.shape[0] < n:
+            self._grow()
+        self._sets = list(sets)
+        self._ids = {st: i for i, st in enumerate(sets)}
+        self._closures = {}
+        self._table[:n] = snapshot["table"]
+        self._known[:n] = snapshot["known"]
+        self._loops[:n] = snapshot["loops"]
+        self._utf8[:n] = snapshot["utf8"]
+        self._escape[:n] = [() in st for st in sets]
+        root = network.root
+        self._start = self._intern_closed({(int(self._offsets[root] + network.starts[root]),)})
+        for key, (mask, nodes) in snapshot["levels"].items():
+            mask.setflags(write=False)
+            self._levels[key] = (mask, nodes)
+        for key, mask in snapshot["masks"].items():
+            mask.setflags(write=False)
+            self._masks[key] = mask
+            self._mask_bytes += mask.nbytes
+        return self
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             _rebuild,
