@@ -189,18 +189,29 @@ class Dispute:
         return self.missing + self.invalid + self.undetermined
 
 
-def prepare_walks(workload: Workload, vocab: Vocab) -> list[Walk]:
-    """Tokenize the workload's examples and compute the EOS oracle for each step."""
-    pattern = re.compile(workload.as_regex().encode("utf-8"))
+def prepare_walks(
+    workload: Workload, vocab: Vocab, complete: Callable[[bytes], bool] | None = None
+) -> list[Walk]:
+    """Tokenize the workload's examples and compute the EOS oracle for each step.
+
+    ``complete(text)`` says whether ``text`` is a full match; by default Python's
+    ``re.fullmatch`` with the workload's regex.
+    """
+    if complete is None:
+        pattern = re.compile(workload.as_regex().encode("utf-8"))
+
+        def complete(data: bytes) -> bool:
+            return pattern.fullmatch(data) is not None
+
     walks = []
     for text in workload.examples:
         ids = vocab.tokenize(text)
         prefix = b""
         eos = []
         for token_id in ids:
-            eos.append(pattern.fullmatch(prefix) is not None)
+            eos.append(complete(prefix))
             prefix += vocab.tokens[token_id]
-        eos.append(pattern.fullmatch(prefix) is not None)
+        eos.append(complete(prefix))
         walks.append(Walk(text=text, token_ids=ids, eos_expected=eos))
     return walks
 
@@ -325,18 +336,25 @@ def _viability_oracle(workload: Workload, vocab: Vocab) -> Callable[[bytes, int]
     return oracle
 
 
+Oracle = Callable[[bytes, int], "bool | None"]
+
+
 def compare_masks(
     results: Iterable[EngineResult],
     vocab: Vocab,
     workloads: Sequence[Workload],
     walks_by_workload: dict[str, list[Walk]],
+    oracle_for: Callable[[Workload, Vocab], Oracle | None] | None = None,
 ) -> tuple[list[Difference], list[Dispute], list[str]]:
     """Compare the kept masks of every engine on every workload.
 
     Returns pairwise differences, per-engine verdicts on the disputed tokens
-    (allowed by some engines but not all; judged by :func:`_viability_oracle`), and
-    notes (control ids other than EOS being allowed, oracle unavailable).
+    (allowed by some engines but not all; judged by ``oracle_for(workload, vocab)``,
+    by default :func:`_viability_oracle`), and notes (control ids other than EOS
+    being allowed, oracle unavailable).
     """
+    if oracle_for is None:
+        oracle_for = _viability_oracle
     comparable = _comparable_words(vocab)
     by_workload: dict[str, list[EngineResult]] = {}
     for r in results:
@@ -361,7 +379,7 @@ def compare_masks(
                 diffs.append(Difference(name, a.engine, b.engine, len(keys), differing))
         if len(rs) < 2:
             continue
-        oracle = _viability_oracle(workload_index[name], vocab)
+        oracle = oracle_for(workload_index[name], vocab)
         if oracle is None:
             notes.append("the `regex` module is not installed: disputed tokens are not judged")
             continue
@@ -423,8 +441,12 @@ def render_markdown(
     notes: list[str],
     skipped: dict[str, str],
     baseline: str = "ours",
+    oracle_note: str = "partial matching with the `regex` module",
 ) -> str:
-    """The results table, ratio summary and correctness report as markdown."""
+    """The results table, ratio summary and correctness report as markdown.
+
+    ``oracle_note`` says how disputed tokens were judged.
+    """
     index = {(r.workload, r.engine): r for r in results}
     has_baseline = baseline in engines
     lines: list[str] = []
@@ -533,8 +555,7 @@ def render_markdown(
     if disputes:
         lines += [
             "",
-            "Disputed tokens (allowed by some engines, not all), judged by partial matching with the "
-            "`regex` module:",
+            f"Disputed tokens (allowed by some engines, not all), judged by {oracle_note}:",
             "",
         ]
         for d in disputes:

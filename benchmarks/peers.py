@@ -130,7 +130,9 @@ class TokensieveEngine(Engine):
     caching_note = (
         "GrammarCompiler keeps compiled grammars keyed by source: a new compiler per repetition. "
         "The token trie is built once per vocabulary (setup) and shared by all compilers, like the peers' "
-        "tokenizer objects. Default precompute='auto' (eager token masks for small automata, lazy otherwise)."
+        "tokenizer objects. Default precompute='auto': every state's token mask at compile time for automata "
+        "without permissive states (loops on many bytes); otherwise the start state's at compile time and the "
+        "others on first use, each miss walking the states a few bytes ahead with it."
     )
     input_note = "regexes via compile_regex; choice lists via compile_choices (native)"
 

@@ -3,13 +3,17 @@
 The strings are encoded, deduplicated and sorted; the trie of the sorted list
 is laid out in flat numpy arrays (a string adds the nodes below its longest
 common prefix with its predecessor, so nodes come in depth-first preorder);
-then equivalent nodes are merged bottom-up. Two trie nodes are equivalent iff
-they have the same height (longest path to a leaf), finality and outgoing
-``(byte, class of child)`` edges, so the nodes of each height are classified
-together with one exact ``numpy.unique`` per out-degree. Nothing loops over
-bytes or nodes in Python: the work is numpy passes over all nodes, one pass per
-depth and per height level, and a Python scan over the strings (finding where
-each string branches off the trie).
+then equivalent nodes are merged. Two trie nodes are equivalent iff their
+subtrees are isomorphic, so every node gets a 64-bit hash of its subtree
+(finality plus the hashes of its ``(byte, child)`` edges, one numpy pass per
+depth, deepest first) and nodes with equal hashes form a class. The classes are
+then checked exactly (same finality, same bytes to children of the same class);
+on a hash collision, which has never been seen, an exact classification by
+height and out-degree takes over. Nothing loops over bytes or nodes in Python.
+
+The result has no ``(S, 256)`` table: it is built from its edges
+(:meth:`ByteDFA.from_edges`), so a catalog of a million entries costs memory in
+proportion to its transitions, not 1 KiB per state.
 """
 
 from __future__ import annotations
@@ -150,8 +154,10 @@ def _build(uniq: list[bytes]) -> ByteDFA:
     if lengths[0] == 0:
         final[0] = True
 
-    height = _heights(parent, depth_all)
-    cls = _classify(parent, byte_all, final, height)
+    kids, ptr = _children(parent)
+    cls = _classify_by_hash(parent, depth_all, byte_all, final, kids, ptr)
+    if cls is None:  # a hash collision (never seen in practice): classify exactly
+        cls = _classify(parent, byte_all, final, _heights(parent, depth_all))
     num_states = int(cls.max()) + 1
     # the minimal DFA's transitions, once each, sorted by (source, byte): the
     # edges leaving one representative node of each class (any node will do)
@@ -167,13 +173,14 @@ def _build(uniq: list[bytes]) -> ByteDFA:
     accepting_old = np.zeros(num_states, dtype=bool)
     accepting_old[cls[final]] = True
     new_id = _bfs_order(src, dst, num_states, int(cls[0]))
-    trans = np.full((num_states, 256), -1, dtype=np.int32)
-    trans[new_id[src], byte] = new_id[dst]
+    src, dst = new_id[src], new_id[dst]
     accepting = np.zeros(num_states, dtype=bool)
     accepting[new_id] = accepting_old
-    trans.setflags(write=False)
-    accepting.setflags(write=False)
-    return ByteDFA(trans, accepting, 0)
+    # each state's edges come from one node, in byte order: a stable sort by source keeps that order
+    by_source = np.argsort(src.astype(np.uint16) if num_states <= 0xFFFF else src, kind="stable")
+    edges = (src[by_source], byte[by_source], dst[by_source])
+    # the (S, 256) table is built only if someone reads it: token masks and matching use the edges
+    return ByteDFA.from_edges(num_states, edges, accepting, 0)
 
 
 def _bfs_order(src: np.ndarray, dst: np.ndarray, num_states: int, start: int) -> np.ndarray:
@@ -184,6 +191,7 @@ def _bfs_order(src: np.ndarray, dst: np.ndarray, num_states: int, start: int) ->
     ptr = np.zeros(num_states + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=num_states), out=ptr[1:])
     new_id = np.full(num_states, -1, dtype=np.int64)
+    first_at = np.empty(num_states, dtype=np.int64)
     new_id[start] = 0
     count = 1
     frontier = np.array([start], dtype=np.int64)
@@ -197,8 +205,11 @@ def _bfs_order(src: np.ndarray, dst: np.ndarray, num_states: int, start: int) ->
         targets = targets[new_id[targets] < 0]
         if not len(targets):
             break
-        _, first = np.unique(targets, return_index=True)
-        fresh = targets[np.sort(first)]
+        # keep the first occurrence of each target, in order
+        where = np.arange(len(targets))
+        first_at[targets] = len(targets)
+        np.minimum.at(first_at, targets, where)
+        fresh = targets[first_at[targets] == where]
         new_id[fresh] = np.arange(count, count + len(fresh))
         count += len(fresh)
         frontier = fresh
@@ -210,8 +221,33 @@ def _first_parents(lcp: np.ndarray, base: np.ndarray, new: np.ndarray) -> np.nda
 
     It is the node at depth ``lcp[i]`` on the path of string ``i - 1``, created
     by the last string ``k < i`` whose own prefix with its predecessor is
-    shorter (``lcp[k] < lcp[i]``): a previous-smaller-element scan.
+    shorter (``lcp[k] < lcp[i]``): a previous-smaller-element search, done with
+    one running maximum per distinct prefix length (or a stack scan when there
+    are too many distinct lengths for that to pay).
     """
+    n = len(lcp)
+    wanted = np.flatnonzero((new > 0) & (lcp > 0))
+    out = np.zeros(n, dtype=np.int64)
+    if not wanted.size:
+        return out[new > 0]
+    values = np.flatnonzero(np.bincount(lcp[wanted]))
+    if values.size * n > _VECTOR_SCAN_WORK:
+        return _first_parents_scan(lcp, base, new)
+    index = np.arange(n, dtype=np.int64)
+    for t in values.tolist():
+        last_shorter = np.maximum.accumulate(np.where(lcp < t, index, -1))
+        at = wanted[lcp[wanted] == t]
+        k = last_shorter[at - 1]
+        out[at] = base[k] + t - lcp[k] - 1
+    return out[new > 0]
+
+
+# previous-smaller-element search: n * distinct lengths above which the stack scan is used
+_VECTOR_SCAN_WORK = 1 << 26
+
+
+def _first_parents_scan(lcp: np.ndarray, base: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """:func:`_first_parents` by a stack scan over the strings."""
     lcp_list = lcp.tolist()
     base_list = base.tolist()
     out = []
@@ -245,6 +281,91 @@ def _heights(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
         ps = par[starts]
         height[ps] = np.maximum(height[ps], best)
     return height
+
+
+def _children(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Children of every node in CSR form: ``kids[ptr[n]:ptr[n + 1]]``, by increasing id (so by byte)."""
+    num_nodes = len(parent)
+    kids = np.argsort(parent[1:], kind="stable") + 1
+    ptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(parent[1:], minlength=num_nodes), out=ptr[1:])
+    return kids, ptr
+
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_EDGE = np.uint64(0x9E3779B97F4A7C15)
+_FINAL = np.uint64(0xD6E8FEB86659FD93)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place on a ``uint64`` array."""
+    x ^= x >> np.uint64(30)
+    x *= _M1
+    x ^= x >> np.uint64(27)
+    x *= _M2
+    x ^= x >> np.uint64(31)
+    return x
+
+
+def _classify_by_hash(
+    parent: np.ndarray,
+    depth: np.ndarray,
+    byte: np.ndarray,
+    final: np.ndarray,
+    kids: np.ndarray,
+    ptr: np.ndarray,
+) -> np.ndarray | None:
+    """Equivalence classes from a hash of every subtree, verified exactly.
+
+    Equivalent nodes have isomorphic subtrees, hence equal hashes. The classes
+    of equal hashes are then checked to be a congruence (same finality, same
+    bytes to children of the same class); if they are, they are exactly the
+    classes of equivalent nodes. Returns ``None`` on a collision.
+    """
+    num_nodes = len(parent)
+    # nodes in depth-major order (stable, so increasing ids within a depth): each
+    # depth is a contiguous slice, and parents of a slice are non-decreasing
+    order = np.argsort(_small(depth), kind="stable")
+    counts = np.bincount(depth)
+    ends = np.cumsum(counts)
+    where = np.empty(num_nodes, dtype=np.int64)
+    where[order] = np.arange(num_nodes, dtype=np.int64)
+    parent_at = where[parent[order[1:]]]  # order[0] is the root
+    fin = final[order].astype(np.uint64) * _FINAL
+    byte_u = byte[order].astype(np.uint64)
+    acc = np.zeros(num_nodes, dtype=np.uint64)
+    digest_at = np.zeros(num_nodes, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for d in range(len(counts) - 1, -1, -1):
+            lo, hi = int(ends[d] - counts[d]), int(ends[d])
+            h = acc[lo:hi]
+            h += fin[lo:hi]
+            digest_at[lo:hi] = _mix(h)
+            if d == 0:
+                break
+            contrib = h * _EDGE
+            contrib += byte_u[lo:hi]
+            np.add.at(acc, parent_at[lo - 1 : hi - 1], _mix(contrib))
+    digest = digest_at[where]
+    # classes of equal digests (numbered by digest), each with a representative node
+    by_digest = np.argsort(digest)
+    sorted_digest = digest[by_digest]
+    new_class = np.empty(num_nodes, dtype=bool)
+    new_class[0] = True
+    np.not_equal(sorted_digest[1:], sorted_digest[:-1], out=new_class[1:])
+    cls = np.empty(num_nodes, dtype=np.int64)
+    cls[by_digest] = np.cumsum(new_class) - 1
+    rep = by_digest[np.flatnonzero(new_class)][cls]
+    degree = np.diff(ptr)
+    if not (np.array_equal(final, final[rep]) and np.array_equal(degree, degree[rep])):
+        return None
+    if len(kids):
+        owner = parent[kids]
+        twin = kids[ptr[rep[owner]] + (np.arange(len(kids)) - ptr[owner])]
+        if not (np.array_equal(byte[kids], byte[twin]) and np.array_equal(cls[kids], cls[twin])):
+            return None
+    return cls
 
 
 def _classify(parent: np.ndarray, byte: np.ndarray, final: np.ndarray, height: np.ndarray) -> np.ndarray:

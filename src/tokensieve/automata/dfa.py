@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
+from typing import Any
 
 import numpy as np
 
 __all__ = ["ByteDFA"]
 
+Edges = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-@dataclass(frozen=True, eq=False)
+
 class ByteDFA:
     """A deterministic automaton over bytes, minimal and trimmed.
 
@@ -28,47 +30,141 @@ class ByteDFA:
         ``bool (S,)``: whether each state is accepting.
     start
         The start state.
+    edges
+        Optional: the transitions as ``(source, byte, target)`` arrays sorted by
+        ``(source, byte)``, when the builder has them at hand (it saves a scan
+        of the table); see :meth:`edge_list`.
 
     Notes
     -----
-    The arrays are made read-only. Instances compare by identity; use
-    :meth:`same_as` to compare tables.
+    The arrays are made read-only and the object is immutable. Instances
+    compare by identity; use :meth:`same_as` to compare tables. An automaton
+    made by :meth:`from_edges` (large choice lists) builds its ``transitions``
+    table only when the attribute is first read; :meth:`edge_list` and the
+    token-mask walk never need it.
     """
 
-    transitions: np.ndarray
+    __slots__ = ("_transitions", "accepting", "start", "edges", "_num_states")
+    _transitions: np.ndarray | None
     accepting: np.ndarray
     start: int
+    edges: Edges | None
+    _num_states: int
 
-    def __post_init__(self) -> None:
-        trans = np.ascontiguousarray(self.transitions, dtype=np.int32)
-        acc = np.ascontiguousarray(self.accepting, dtype=bool)
+    def __init__(
+        self,
+        transitions: np.ndarray,
+        accepting: np.ndarray,
+        start: int,
+        edges: Edges | None = None,
+    ) -> None:
+        trans = np.ascontiguousarray(transitions, dtype=np.int32)
         if trans.ndim != 2 or trans.shape[1] != 256:
             raise ValueError(f"transitions must have shape (S, 256), not {trans.shape}")
-        if acc.shape != (trans.shape[0],):
-            raise ValueError(f"accepting must have shape ({trans.shape[0]},), not {acc.shape}")
-        start = int(self.start)
-        if not 0 <= start < trans.shape[0]:
-            raise ValueError(f"start state {start} out of range")
-        if trans.flags.writeable and trans is self.transitions:
+        if trans.flags.writeable and trans is transitions:
             trans = trans.copy()
-        if acc.flags.writeable and acc is self.accepting:
-            acc = acc.copy()
         trans.setflags(write=False)
+        self._init(trans.shape[0], trans, accepting, start, edges)
+
+    @classmethod
+    def from_edges(cls, num_states: int, edges: Edges, accepting: np.ndarray, start: int) -> ByteDFA:
+        """An automaton given by its transitions ``(source, byte, target)``, sorted by ``(source, byte)``.
+
+        The ``(S, 256)`` table is built only if :attr:`transitions` is read.
+        """
+        self = cls.__new__(cls)
+        self._init(int(num_states), None, accepting, start, edges)
+        return self
+
+    def _init(
+        self,
+        num_states: int,
+        trans: np.ndarray | None,
+        accepting: np.ndarray,
+        start: int,
+        edges: Edges | None,
+    ) -> None:
+        acc = np.ascontiguousarray(accepting, dtype=bool)
+        if acc.shape != (num_states,):
+            raise ValueError(f"accepting must have shape ({num_states},), not {acc.shape}")
+        start = int(start)
+        if not 0 <= start < num_states:
+            raise ValueError(f"start state {start} out of range")
+        if acc.flags.writeable and acc is accepting:
+            acc = acc.copy()
         acc.setflags(write=False)
-        object.__setattr__(self, "transitions", trans)
-        object.__setattr__(self, "accepting", acc)
-        object.__setattr__(self, "start", start)
+        if edges is not None:
+            src, byte, dst = (np.ascontiguousarray(a, dtype=np.int64) for a in edges)
+            for a in (src, byte, dst):
+                a.setflags(write=False)
+            edges = (src, byte, dst)
+        set_ = object.__setattr__
+        set_(self, "_transitions", trans)
+        set_(self, "accepting", acc)
+        set_(self, "start", start)
+        set_(self, "edges", edges)
+        set_(self, "_num_states", num_states)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._transitions is None:
+            return (_from_edges, (self._num_states, self.edges, self.accepting, self.start))
+        return (ByteDFA, (self._transitions, self.accepting, self.start, self.edges))
+
+    @property
+    def transitions(self) -> np.ndarray:
+        """``int32 (S, 256)`` read-only transition table (-1: no transition)."""
+        trans = self._transitions
+        if trans is None:
+            src, byte, dst = self.edge_list()
+            trans = np.full((self._num_states, 256), -1, dtype=np.int32)
+            trans[src, byte] = dst
+            trans.setflags(write=False)
+            object.__setattr__(self, "_transitions", trans)
+        return trans
+
+    @property
+    def has_table(self) -> bool:
+        """Whether the ``(S, 256)`` table exists (it is built on demand for :meth:`from_edges`)."""
+        return self._transitions is not None
+
+    def edge_list(self) -> Edges:
+        """The transitions as ``int64`` arrays ``(source, byte, target)``, sorted by ``(source, byte)``."""
+        edges = self.edges
+        if edges is None:
+            flat = self.transitions.reshape(-1)
+            at = np.flatnonzero(flat >= 0)
+            edges = (at >> 8, at & 255, flat[at].astype(np.int64))
+            for a in edges:
+                a.setflags(write=False)
+            object.__setattr__(self, "edges", edges)
+        return edges
+
+    def row(self, state: int) -> np.ndarray:
+        """``int32 (256,)``: the transitions of one state."""
+        if self._transitions is not None:
+            return self._transitions[state]
+        src, byte, dst = self.edge_list()
+        lo, hi = np.searchsorted(src, [state, state + 1])
+        out = np.full(256, -1, dtype=np.int32)
+        out[byte[lo:hi]] = dst[lo:hi]
+        return out
 
     @property
     def num_states(self) -> int:
         """Number of states."""
-        return int(self.transitions.shape[0])
+        return self._num_states
 
     def step(self, state: int, data: bytes) -> int:
         """State after reading ``data`` from ``state``, or -1 where a byte has no transition."""
-        trans = self.transitions
+        trans = self._transitions
         for byte in data:
-            state = int(trans[state, byte])
+            state = int(trans[state, byte] if trans is not None else self.row(state)[byte])
             if state < 0:
                 return -1
         return state
@@ -84,15 +180,19 @@ class ByteDFA:
 
     def self_loop_bytes(self, state: int) -> np.ndarray:
         """The bytes on which ``state`` loops to itself, as a sorted ``uint8`` array."""
-        return np.flatnonzero(self.transitions[state] == state).astype(np.uint8)
+        return np.flatnonzero(self.row(state) == state).astype(np.uint8)
 
     def same_as(self, other: ByteDFA) -> bool:
         """Whether both automata have identical tables, acceptance and start."""
-        return (
-            self.start == other.start
-            and np.array_equal(self.transitions, other.transitions)
-            and np.array_equal(self.accepting, other.accepting)
-        )
+        if self.start != other.start or self.num_states != other.num_states:
+            return False
+        if not np.array_equal(self.accepting, other.accepting):
+            return False
+        return all(np.array_equal(a, b) for a, b in zip(self.edge_list(), other.edge_list(), strict=True))
 
     def __repr__(self) -> str:
         return f"ByteDFA(states={self.num_states}, start={self.start}, accepting={int(self.accepting.sum())})"
+
+
+def _from_edges(num_states: int, edges: Edges, accepting: np.ndarray, start: int) -> ByteDFA:
+    return ByteDFA.from_edges(num_states, edges, accepting, start)

@@ -85,14 +85,19 @@ def minimize(rows: list[Row], accepting: list[bool], start: int = 0) -> tuple[li
         the start state (which becomes 0, successors by increasing class).
     """
     n = len(rows)
-    block_of = [0] * n
-    blocks: list[set[int]] = []
-    for part in ({s for s in range(n) if accepting[s]}, {s for s in range(n) if not accepting[s]}):
-        if part:
-            for s in part:
-                block_of[s] = len(blocks)
-            blocks.append(part)
-    _refine(rows, blocks, block_of)
+    acyclic = _classes_if_acyclic(rows, accepting, start)
+    if acyclic is not None:
+        block_of, reps = acyclic
+        blocks: list[set[int]] = [{r} for r in reps]  # one member is all the renumbering needs
+    else:
+        block_of = [0] * n
+        blocks = []
+        for part in ({s for s in range(n) if accepting[s]}, {s for s in range(n) if not accepting[s]}):
+            if part:
+                for s in part:
+                    block_of[s] = len(blocks)
+                blocks.append(part)
+        _refine(rows, blocks, block_of)
 
     order = {block_of[start]: 0}
     todo = [block_of[start]]
@@ -111,6 +116,53 @@ def minimize(rows: list[Row], accepting: list[bool], start: int = 0) -> tuple[li
         new_rows.append(row)
         new_acc.append(accepting[rep])
     return new_rows, new_acc
+
+
+def _classes_if_acyclic(
+    rows: list[Row], accepting: list[bool], start: int
+) -> tuple[list[int], list[int]] | None:
+    """Equivalence classes of an acyclic automaton, or ``None`` if it has a cycle.
+
+    Without cycles, two states are equivalent iff they agree on acceptance and
+    go, class by class, to equivalent states: one pass in reverse topological
+    order, interning ``(accepting, ((class, class of target), ...))`` signatures.
+    Returns the class of every state and one member of each class.
+    """
+    n = len(rows)
+    state_of = [0] * n  # 0: new, 1: on the stack, 2: done
+    order: list[int] = []
+    for root in [start, *range(n)]:
+        if state_of[root]:
+            continue
+        state_of[root] = 1
+        stack = [(root, 0)]
+        while stack:
+            s, i = stack[-1]
+            row = rows[s]
+            if i < len(row):
+                stack[-1] = (s, i + 1)
+                t = row[i][1]
+                mark = state_of[t]
+                if mark == 1:
+                    return None  # a cycle
+                if mark == 0:
+                    state_of[t] = 1
+                    stack.append((t, 0))
+            else:
+                state_of[s] = 2
+                order.append(s)
+                stack.pop()
+    cls = [0] * n
+    ids: dict[tuple[object, ...], int] = {}
+    reps: list[int] = []
+    for s in order:  # targets before sources
+        key = (accepting[s], tuple((c, cls[t]) for c, t in rows[s]))
+        k = ids.get(key)
+        if k is None:
+            k = ids[key] = len(reps)
+            reps.append(s)
+        cls[s] = k
+    return cls, reps
 
 
 def _refine(rows: list[Row], blocks: list[set[int]], block_of: list[int]) -> None:

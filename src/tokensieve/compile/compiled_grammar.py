@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..limits import Limits
-from .token_masks import loop_bytesets
+from .token_masks import AutomatonView, MaskBatch, _ranges
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -20,6 +20,17 @@ if TYPE_CHECKING:
 __all__ = ["CompiledGrammar"]
 
 _FORMAT_VERSION = 1
+
+#: on a cache miss, states reachable within this many bytes are computed in the same walk ...
+_PREFETCH_DEPTH = 16
+#: ... up to this many states in all ...
+_PREFETCH_STATES = 64
+#: ... of which at most this many permissive ones
+_PREFETCH_PERMISSIVE = 8
+#: restrictive states per walk in :meth:`CompiledGrammar.precompute` (bounds the frontier)
+_PRECOMPUTE_BATCH = 16384
+#: precomputed masks are packed at once while they take at most this many bytes
+_PACK_AT_ONCE_BYTES = 8 << 20
 
 
 class CompiledGrammar:
@@ -63,11 +74,21 @@ class CompiledGrammar:
         self.limits = limits or Limits()
         self.unenforced = tuple(unenforced)
         self._builder = mask_builder_for(tokenizer_info)
-        self._transitions = np.ascontiguousarray(dfa.transitions, dtype=np.int32)
+        # large choice lists come without an (S, 256) table: masks and matching use the edges
+        self._transitions = dfa.transitions if dfa.has_table else None
         self._accepting = np.asarray(dfa.accepting, dtype=bool)
-        self._loops = loop_bytesets(self._transitions)
+        num_states = dfa.num_states
+        self._view: AutomatonView | None = None
+        # packed masks, least recently stored first
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._mask_sizes: dict[int, int] = {}
         self._mask_bytes = 0
+        # token lists from batched walks, packed on first use: state -> (batch, index)
+        self._batches: list[MaskBatch] = []
+        self._batch_of = np.full(num_states, -1, dtype=np.int32)
+        self._index_in_batch = np.zeros(num_states, dtype=np.int32)
+        self._list_bytes = 0
+        self._known = np.zeros(num_states, dtype=bool)  # in _masks or a batch
         self._rows: dict[int, list[int]] = {}
         self._lock = threading.Lock()
 
@@ -80,7 +101,7 @@ class CompiledGrammar:
     @property
     def num_states(self) -> int:
         """Number of automaton states."""
-        return int(self._transitions.shape[0])
+        return int(self._accepting.shape[0])
 
     @property
     def vocab_size(self) -> int:
@@ -90,7 +111,9 @@ class CompiledGrammar:
     @property
     def memory_size_bytes(self) -> int:
         """Bytes held by the automaton and the cached masks."""
-        return int(self._transitions.nbytes + self._accepting.nbytes + self._loops.nbytes + self._mask_bytes)
+        table = 0 if self._transitions is None else self._transitions.nbytes
+        edges = sum(a.nbytes for a in self.dfa.edges) if self.dfa.edges is not None else 0
+        return int(table + edges + self._accepting.nbytes + self._mask_bytes + self._list_bytes)
 
     # ------------------------------------------------------------- runtime
     def is_accepting(self, state: int) -> bool:
@@ -101,7 +124,8 @@ class CompiledGrammar:
         """Transitions of ``state`` as a Python list (memoised; fast to index)."""
         row = self._rows.get(state)
         if row is None:
-            row = self._transitions[state].tolist()
+            table = self._transitions
+            row = (table[state] if table is not None else self.dfa.row(state)).tolist()
             self._rows[state] = row
         return row
 
@@ -114,51 +138,151 @@ class CompiledGrammar:
         return state
 
     def token_mask(self, state: int) -> np.ndarray:
-        """Packed ``int32`` mask of the tokens allowed in ``state`` (read-only view)."""
+        """Packed ``int32`` mask of the tokens allowed in ``state`` (read-only view).
+
+        Masks are memoised. A state met for the first time is walked together
+        with the not yet computed states reachable from it within a few bytes
+        (up to a bounded number), so one walk of the token trie serves the next
+        steps too.
+        """
         mask = self._masks.get(state)
         if mask is not None:
             return mask
-        (mask,) = self._builder.masks(self._transitions, self._accepting, self._loops, [state])
+        with self._lock:  # the batches may be dropped by another thread
+            batch_id = int(self._batch_of[state])
+            batch = self._batches[batch_id] if batch_id >= 0 else None
+            index = int(self._index_in_batch[state])
+        if batch is not None:
+            mask = batch.mask(index)
+            if batch.packed is not None:  # a row of the batch: its memory is counted already
+                self._store(state, mask, counted=False)
+                return mask
+        else:
+            states = [state] if state == self.start_state else self._neighbourhood(state)
+            batch = self._builder.compute(self.automaton, states)
+            mask = batch.mask(0)
+            if len(batch) > 1:
+                self._add_batch(batch)
         mask.setflags(write=False)
         self._store(state, mask)
         return mask
 
-    def precompute(self, states: Iterable[int] | None = None) -> None:
-        """Compute and cache the masks of ``states`` (all states by default) in one walk."""
-        wanted = range(self.num_states) if states is None else states
-        todo = [int(s) for s in wanted if int(s) not in self._masks]
-        if not todo:
-            return
-        # walk in batches so the frontier stays bounded
-        batch = 64
-        for i in range(0, len(todo), batch):
-            part = todo[i : i + batch]
-            for s, mask in zip(
-                part, self._builder.masks(self._transitions, self._accepting, self._loops, part), strict=True
-            ):
-                mask.setflags(write=False)
-                self._store(s, mask)
+    @property
+    def automaton(self) -> AutomatonView:
+        """The automaton's arrays for trie walks (built on first use)."""
+        view = self._view
+        if view is None:
+            view = AutomatonView.of(self.dfa)
+            self._view = view
+        return view
 
-    def _store(self, state: int, mask: np.ndarray) -> None:
+    def precompute(self, states: Iterable[int] | None = None) -> None:
+        """Compute the masks of ``states`` (all states by default), many per walk.
+
+        When the packed masks of a batch of states fit in a few megabytes they
+        are all packed now; otherwise masks with few tokens are kept as token
+        lists and packed on first use (a few microseconds).
+        """
+        if states is None:
+            todo = np.flatnonzero(~self._known)
+        else:
+            todo = np.unique(np.fromiter((int(s) for s in states), dtype=np.int64))
+            todo = todo[~self._known[todo]]
+        if not todo.size:
+            return
+        view = self.automaton
+        permissive = view.permissive[todo]
+        strict, loose = todo[~permissive], todo[permissive]
+        # a permissive state's frontier holds thousands of nodes: fewer of them per walk
+        chunks = [strict[i : i + _PRECOMPUTE_BATCH] for i in range(0, strict.size, _PRECOMPUTE_BATCH)]
+        chunks += [loose[i : i + _PREFETCH_PERMISSIVE] for i in range(0, loose.size, _PREFETCH_PERMISSIVE)]
+        for chunk in chunks:
+            batch = self._builder.compute(view, chunk)
+            if len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
+                batch.pack()
+            self._add_batch(batch)
+
+    def _add_batch(self, batch: MaskBatch) -> None:
+        """Keep a batch's masks: dense rows go to the mask cache, the others are indexed."""
+        for index, mask in batch.dense.items():
+            mask.setflags(write=False)
+            self._store(int(batch.states[index]), mask)
+        with self._lock:
+            batch_id = len(self._batches)
+            self._batches.append(batch)
+            self._batch_of[batch.states] = batch_id
+            self._index_in_batch[batch.states] = np.arange(len(batch), dtype=np.int32)
+            self._known[batch.states] = True
+            self._list_bytes += batch.nbytes
+            if self._list_bytes > self.limits.max_mask_cache_bytes // 2:
+                # forget every batch (its masks are recomputed when needed), and the rows shared with one
+                for s in [s for s, size in self._mask_sizes.items() if not size]:
+                    del self._masks[s], self._mask_sizes[s]
+                self._batches.clear()
+                self._batch_of[:] = -1
+                self._list_bytes = 0
+                self._known[:] = False
+                if self._masks:
+                    self._known[np.fromiter(self._masks, dtype=np.int64)] = True
+
+    def _neighbourhood(self, state: int) -> np.ndarray:
+        """``state`` and the not yet computed states reachable from it, breadth-first, bounded."""
+        view = self.automaton
+        permissive = view.permissive
+        seen = np.zeros(view.num_states, dtype=bool)
+        seen[state] = True
+        order = [np.array([state], dtype=np.int64)]
+        count = 1
+        loose = int(permissive[state])
+        frontier = order[0]
+        for _ in range(_PREFETCH_DEPTH):
+            nxt = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
+            nxt = nxt[~seen[nxt]]
+            if not nxt.size:
+                break
+            nxt = np.unique(nxt)
+            seen[nxt] = True
+            frontier = nxt
+            fresh = nxt[~self._known[nxt]]
+            if not fresh.size:
+                continue
+            room_loose = _PREFETCH_PERMISSIVE - loose
+            is_loose = permissive[fresh]
+            if int(is_loose.sum()) > room_loose:
+                keep = ~is_loose | (np.cumsum(is_loose) <= room_loose)
+                fresh = fresh[keep]
+                is_loose = is_loose[keep]
+            fresh = fresh[: _PREFETCH_STATES - count]
+            order.append(fresh)
+            count += fresh.size
+            loose += int(is_loose[: fresh.size].sum())
+            if count >= _PREFETCH_STATES:
+                break
+        return np.concatenate(order)
+
+    def _store(self, state: int, mask: np.ndarray, counted: bool = True) -> None:
+        """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for."""
+        size = mask.nbytes if counted else 0
         with self._lock:
             if state in self._masks:
                 return
             self._masks[state] = mask
-            self._mask_bytes += mask.nbytes
+            self._mask_sizes[state] = size
+            self._known[state] = True
+            self._mask_bytes += size
             while self._mask_bytes > self.limits.max_mask_cache_bytes and len(self._masks) > 1:
-                _, old = self._masks.popitem(last=False)
-                self._mask_bytes -= old.nbytes
+                old_state, _ = self._masks.popitem(last=False)
+                self._mask_bytes -= self._mask_sizes.pop(old_state)
+                self._known[old_state] = self._batch_of[old_state] >= 0
 
     # --------------------------------------------------------------- pickle
     def __reduce__(self) -> tuple[Any, ...]:
-        from ..automata import ByteDFA
-
         return (
             _rebuild,
             (
                 _FORMAT_VERSION,
                 self.tokenizer_info,
-                ByteDFA(self._transitions, self._accepting, int(self.dfa.start)),
+                self.dfa,
                 self.kind,
                 self.source,
                 self.limits,

@@ -36,13 +36,18 @@ class GrammarCompiler:
     limits
         Resource bounds applied to every compilation.
     precompute
-        ``True``: compute every automaton state's token mask at compile time, in
-        one batched walk of the token trie. ``False``: compute each state's mask
-        lazily on first use (memoised). ``"auto"`` (default): eager for automata
-        of at most ``auto_precompute_max_states`` states (a batched walk costs
-        little more than a single one), lazy for larger ones.
+        ``True``: compute every automaton state's token mask at compile time,
+        many states per walk of the token trie. ``False``: compute each state's
+        mask lazily on first use (memoised; a miss also walks the not yet
+        computed states a few bytes ahead). ``"auto"`` (default): eager for
+        automata of at most ``auto_precompute_max_states`` states none of which
+        is permissive (loops on many bytes, like ``[a-z]+`` or the inside of a
+        string, or leaves on most bytes, like ``.``: such masks are large and
+        each costs a walk of its own); otherwise the start state's mask is
+        computed at compile time and the rest lazily.
     auto_precompute_max_states
-        The ``"auto"`` threshold.
+        The ``"auto"`` threshold (a batched walk of a few thousand restrictive
+        states costs a few milliseconds).
     cache_enabled
         Keep compiled grammars keyed by their source, so compiling the same
         constraint twice is free.
@@ -56,7 +61,7 @@ class GrammarCompiler:
         *,
         limits: Limits | None = None,
         precompute: bool | Literal["auto"] = "auto",
-        auto_precompute_max_states: int = 32,
+        auto_precompute_max_states: int = 1 << 21,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
     ) -> None:
@@ -204,10 +209,16 @@ class GrammarCompiler:
                         self._cache.popitem(last=False)
             return pda  # type: ignore[return-value]
         compiled = CompiledGrammar(self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits)
-        if self.precompute is True or (
-            self.precompute == "auto" and compiled.num_states <= self.auto_precompute_max_states
-        ):
+        if self.precompute is True:
             compiled.precompute()
+        elif self.precompute == "auto":
+            if (
+                compiled.num_states <= self.auto_precompute_max_states
+                and not compiled.automaton.is_permissive
+            ):
+                compiled.precompute()
+            else:
+                compiled.token_mask(compiled.start_state)
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
             key[0],

@@ -3,32 +3,71 @@
 For a byte DFA state ``s``, token ``t`` is allowed iff running the bytes of ``t``
 from ``s`` never hits a missing transition (the DFA is trimmed, so every live
 state can still reach acceptance). The walk expands a frontier of
-``(trie node, DFA state, origin)`` triples one depth level at a time with numpy,
+``(origin, trie node, DFA state)`` triples one depth level at a time with numpy,
 so shared prefixes are visited once and no Python code runs per token or per
-node. Several origin states are walked together, which is how eager precompute
-does a whole automaton in one pass.
+node. Any number of origin states are walked together, so the fixed cost of a
+level (a few dozen numpy calls, 50 to 100 microseconds) is paid once for all of
+them: that is how a whole automaton is precomputed in one pass, and how a cache
+miss also computes the states a few bytes ahead.
+
+Each frontier element is expanded from whichever side is smaller:
+
+* **trie side**: enumerate the node's children (CSR) and look each byte up in
+  the transition table; right for permissive states and for nodes with few
+  children (most nodes below depth 2).
+* **automaton side**: enumerate the state's outgoing edges (CSR, built once
+  per automaton) and find the child along each byte: a dense child table for
+  the "hub" nodes with at least ``_HUB_MIN_CHILDREN`` children (the root and
+  common prefixes), a comparison with the few child bytes for the others.
+  Right for restrictive states (a choice list, a keyword), where a hub node has
+  hundreds of children but the state leaves on one or two bytes. Automata
+  without an ``(S, 256)`` table (large choice lists) are walked from this side
+  only.
 
 Two shortcuts keep permissive states cheap:
 
-* **subtree closure** — if every byte below trie node ``n`` loops on the state
+* **subtree closure**: if every byte below trie node ``n`` loops on the state
   ``q`` reached at ``n`` (for example: inside a quoted string, or a ``[a-z]+``
   run), every token under ``n`` is allowed; the whole slice of ``sorted_tokens``
   is taken at once and the walk does not descend.
-* **range output** — the walk emits slices of the byte-sorted token order, which
-  become a boolean row through one difference-array pass.
+* **range output**: the walk emits slices of the byte-sorted token order. A
+  mask with many tokens is packed at once (a scatter into a boolean row, then
+  ``packbits``); masks with few tokens are kept as ``(word, bit)`` lists, which
+  cost a few microseconds to pack on first use (:class:`MaskBatch`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..vocab.trie import TokenTrie
 
-__all__ = ["TokenMaskBuilder", "loop_bytesets"]
+if TYPE_CHECKING:
+    from ..automata import ByteDFA
+
+__all__ = [
+    "PERMISSIVE_LOOP_BYTES",
+    "PERMISSIVE_OUT_BYTES",
+    "AutomatonView",
+    "MaskBatch",
+    "TokenMaskBuilder",
+    "loop_bytesets",
+]
 
 _ONE = np.uint64(1)
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+#: nodes with at least this many children get a row in the dense child table
+_HUB_MIN_CHILDREN = 4
+#: a state that loops on at least this many bytes counts as permissive (large masks, costly walks) ...
+PERMISSIVE_LOOP_BYTES = 16
+#: ... and so does one with at least this many outgoing bytes
+PERMISSIVE_OUT_BYTES = 128
+#: a mask with more tokens than ``num_tokens // _DENSE_FRACTION`` is built dense
+_DENSE_FRACTION = 16
 
 
 def loop_bytesets(transitions: np.ndarray) -> np.ndarray:
@@ -50,6 +89,197 @@ def loop_bytesets(transitions: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(packed).view(np.uint64).reshape(s, 4)
 
 
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + lengths[i])`` over ``i``."""
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if ends.size else 0
+    pos = np.repeat(starts - ends + lengths, lengths)
+    pos += np.arange(total, dtype=np.int64)
+    return pos
+
+
+class AutomatonView:
+    """The arrays a trie walk needs from one automaton, built once per automaton.
+
+    Parameters
+    ----------
+    transitions
+        ``int32 (S, 256)`` transition table, -1 for no transition; ``None`` for
+        an automaton known only by its ``edges`` (then every frontier element is
+        expanded from the automaton side).
+    accepting
+        ``bool (S,)``.
+    edges
+        Optional ``(source, byte, target)`` arrays sorted by ``(source, byte)``
+        (see :meth:`ByteDFA.edge_list`); derived from the table when absent.
+
+    Attributes
+    ----------
+    trans : numpy.ndarray or None
+        The table flattened (``trans[(s << 8) | b]``), if there is one.
+    outdeg, out_start, out_byte, out_next : numpy.ndarray
+        Outgoing edges of every state in CSR form, sorted by byte.
+    has_loops : bool
+        Whether any state loops on some byte (enables the subtree closure).
+    loops : numpy.ndarray
+        ``uint64 (S, 4)``: the bytes each state loops on.
+    permissive : numpy.ndarray
+        ``bool (S,)``: states that loop on at least :data:`PERMISSIVE_LOOP_BYTES`
+        bytes or leave on at least :data:`PERMISSIVE_OUT_BYTES`; their masks are
+        large and their walks the costly ones.
+    """
+
+    def __init__(
+        self,
+        transitions: np.ndarray | None,
+        accepting: np.ndarray,
+        edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        self.accepting = np.asarray(accepting, dtype=bool)
+        s = self.accepting.shape[0]
+        self.num_states = s
+        self.trans: np.ndarray | None = None
+        if transitions is not None:
+            flat = np.ascontiguousarray(transitions, dtype=np.int32).reshape(-1)
+            if s >= 1 << 23:  # keep (state << 8) | byte inside int32 arithmetic
+                flat = flat.astype(np.int64)
+            self.trans = flat
+        if edges is None:
+            if self.trans is None:
+                raise ValueError("an automaton needs its transition table or its edges")
+            flat = self.trans
+            at = np.flatnonzero(flat >= 0)
+            src, self.out_byte, self.out_next = at >> 8, at & 255, flat[at].astype(np.int64)
+        else:
+            src, self.out_byte, self.out_next = (np.asarray(a, dtype=np.int64) for a in edges)
+        self.outdeg = np.bincount(src, minlength=s).astype(np.int64)
+        self.out_start = np.zeros(s + 1, dtype=np.int64)
+        np.cumsum(self.outdeg, out=self.out_start[1:])
+        on_loop = self.out_next == src
+        self.has_loops = bool(on_loop.any())
+        self.loops = np.zeros((s, 4), dtype=np.uint64)
+        if self.has_loops:
+            lb = self.out_byte[on_loop]
+            np.bitwise_or.at(self.loops, (src[on_loop], lb >> 6), _ONE << (lb & 63).astype(np.uint64))
+        loop_bytes = np.bitwise_count(self.loops).sum(axis=1)
+        self.has_loop = loop_bytes > 0
+        self.permissive = (loop_bytes >= PERMISSIVE_LOOP_BYTES) | (self.outdeg >= PERMISSIVE_OUT_BYTES)
+        self.not_loop = ~self.loops
+
+    @classmethod
+    def of(cls, dfa: ByteDFA) -> AutomatonView:
+        """The view of a :class:`ByteDFA` (without building its table if it has none)."""
+        table = dfa.transitions if dfa.has_table else None
+        return cls(table, dfa.accepting, dfa.edge_list())
+
+    @property
+    def is_permissive(self) -> bool:
+        """Whether some state is permissive (see :attr:`permissive`)."""
+        return bool(self.permissive.any())
+
+    @property
+    def num_edges(self) -> int:
+        """Number of transitions."""
+        return int(self.out_byte.shape[0])
+
+
+class MaskBatch:
+    """Masks of several states, computed by one walk.
+
+    A mask with many tokens is packed at once (``dense``); the others are kept
+    as lists of ``(word, bit)`` pairs (token ``t`` is word ``t >> 5``, bit
+    ``1 << (t & 31)``) and packed on demand by :meth:`mask` (a couple of
+    microseconds), or all together by :meth:`pack` (then ``packed`` holds
+    every row).
+
+    Attributes
+    ----------
+    states : numpy.ndarray
+        ``int64 (k,)``: the states, in the order they were requested.
+    accepting : numpy.ndarray
+        ``bool (k,)``.
+    starts, words, bits : numpy.ndarray
+        The allowed tokens of ``states[i]`` are ``words[starts[i]:starts[i + 1]]``
+        (``int64``) and ``bits[...]`` (``uint32``), in no particular order, stop
+        tokens not included; empty for the dense states.
+    dense : dict
+        index into ``states`` -> packed ``int32 (num_words,)`` row, stop tokens included.
+    """
+
+    def __init__(
+        self,
+        states: np.ndarray,
+        accepting: np.ndarray,
+        starts: np.ndarray,
+        words: np.ndarray,
+        bits: np.ndarray,
+        dense: dict[int, np.ndarray],
+        builder: TokenMaskBuilder,
+    ) -> None:
+        self.states = states
+        self.accepting = accepting
+        self.starts = starts
+        self.words = words
+        self.bits = bits
+        self.dense = dense
+        self.packed: np.ndarray | None = None
+        self._num_words = builder.num_words
+        self._stop_words = builder._stop_words
+        self._stop_bits = builder._stop_bits
+
+    def __len__(self) -> int:
+        return int(self.states.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the token lists, or by the packed rows once :meth:`pack` ran."""
+        if self.packed is not None:
+            return int(self.packed.nbytes)
+        return int(self.starts.nbytes + self.words.nbytes + self.bits.nbytes)
+
+    def pack(self) -> None:
+        """Pack every mask now (:meth:`pack_all`) and keep the rows; the token lists are dropped."""
+        packed = self.pack_all()
+        packed.setflags(write=False)
+        self.packed = packed
+        self.words = self.bits = _EMPTY
+        self.starts = np.zeros(1, dtype=np.int64)
+        self.dense = {}
+
+    def mask(self, index: int) -> np.ndarray:
+        """The packed ``int32 (num_words,)`` row of ``states[index]`` (a new array for token lists)."""
+        if self.packed is not None:
+            return self.packed[index]
+        row = self.dense.get(index)
+        if row is not None:
+            return row
+        lo, hi = int(self.starts[index]), int(self.starts[index + 1])
+        out = np.zeros(self._num_words, dtype=np.uint32)
+        np.bitwise_or.at(out, self.words[lo:hi], self.bits[lo:hi])
+        if self.accepting[index] and self._stop_words.size:
+            np.bitwise_or.at(out, self._stop_words, self._stop_bits)
+        return out.view(np.int32)
+
+    def pack_all(self) -> np.ndarray:
+        """Every mask of the batch as one packed ``int32 (k, num_words)`` array."""
+        k, w = len(self), self._num_words
+        out = np.zeros((k, w), dtype=np.uint32)
+        flat = out.reshape(-1)
+        if self.words.size:
+            owner = np.repeat(np.arange(k, dtype=np.int64) * w, np.diff(self.starts))
+            np.bitwise_or.at(flat, owner + self.words, self.bits)
+        rows = np.flatnonzero(self.accepting)
+        if rows.size and self._stop_words.size:
+            np.bitwise_or.at(
+                flat,
+                (rows[:, None] * w + self._stop_words[None, :]).reshape(-1),
+                np.tile(self._stop_bits, rows.size),
+            )
+        for index, row in self.dense.items():
+            out[index] = row.view(np.uint32)
+        return out.view(np.int32)
+
+
 class TokenMaskBuilder:
     """Computes packed token masks for automaton states over one vocabulary.
 
@@ -68,22 +298,286 @@ class TokenMaskBuilder:
         self.vocab_size = int(vocab_size)
         self.num_words = (self.vocab_size + 31) // 32
         self.stop_token_ids = np.asarray(sorted(set(int(i) for i in stop_token_ids)), dtype=np.int64)
-        self._root_children = trie.children(0).astype(np.int64)
-        self._root_bytes = trie.node_byte[self._root_children].astype(np.int64)
-        self._node_byte = trie.node_byte.astype(np.int64)
+        n = trie.num_nodes
         self._child_start = trie.child_start.astype(np.int64)
         self._child_ids = trie.child_ids.astype(np.int64)
+        self._child_byte = trie.node_byte.astype(np.int64)[self._child_ids]
+        self._nchild = np.diff(self._child_start)
         self._token_lo = trie.token_lo.astype(np.int64)
         self._token_mid = trie.token_mid.astype(np.int64)
         self._token_hi = trie.token_hi.astype(np.int64)
         self._sorted_tokens = trie.sorted_tokens.astype(np.int64)
         self._num_tokens = trie.num_tokens
+        self._sub_bytes = trie.subtree_bytes
+
+        # dense child tables of the hub nodes (the root always has one)
+        is_hub = self._nchild >= _HUB_MIN_CHILDREN
+        is_hub[0] = True
+        hubs = np.flatnonzero(is_hub)
+        self._hub_row = np.full(n, -1, dtype=np.int64)
+        self._hub_row[hubs] = np.arange(hubs.size, dtype=np.int64)
+        parent_of_entry = np.repeat(np.arange(n, dtype=np.int64), self._nchild)
+        row = self._hub_row[parent_of_entry]
+        in_hub = row >= 0
+        self._hub_table = np.full(hubs.size * 256, -1, dtype=np.int64)
+        self._hub_table[(row[in_hub] << 8) | self._child_byte[in_hub]] = self._child_ids[in_hub]
+        self._root_table = self._hub_table[:256]
+        # child bytes of the other nodes, padded with 256 (matches no byte)
+        few = _HUB_MIN_CHILDREN - 1
+        self._few_bytes = np.full((n, few), 256, dtype=np.int16)
+        rank = np.arange(self._child_ids.size, dtype=np.int64) - self._child_start[parent_of_entry]
+        small = ~in_hub
+        self._few_bytes[parent_of_entry[small], rank[small]] = self._child_byte[small]
+        self._cids_pad = np.concatenate([self._child_ids, np.full(few, -1, dtype=np.int64)])
+
+        self._stop_words = self.stop_token_ids >> 5
+        self._stop_bits = np.left_shift(np.uint32(1), (self.stop_token_ids & 31).astype(np.uint32))
+        # word index and bit of every token, in byte-sorted order
+        self._sorted_word = self._sorted_tokens >> 5
+        self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the per-vocabulary arrays (the trie included)."""
+        own = sum(
+            a.nbytes
+            for a in (
+                self._child_byte,
+                self._nchild,
+                self._hub_row,
+                self._hub_table,
+                self._few_bytes,
+                self._sorted_word,
+                self._sorted_bit,
+            )
+        )
+        return int(own + self.trie.nbytes)
+
+    # ------------------------------------------------------------ automata
+    def view(self, transitions: np.ndarray, accepting: np.ndarray) -> AutomatonView:
+        """The per-automaton arrays :meth:`compute` needs (build once, reuse)."""
+        return AutomatonView(transitions, accepting)
 
     # ------------------------------------------------------------------ walk
+    def walk_ranges(
+        self, automaton: AutomatonView, states: Sequence[int] | np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Allowed token slices of several states, from one walk.
+
+        Returns
+        -------
+        (owner, lo, hi)
+            ``int64`` arrays: the tokens ``sorted_tokens[lo[i]:hi[i]]`` are
+            allowed in ``states[owner[i]]``. The slices of one state are
+            disjoint; they come in no particular order.
+        """
+        a = automaton
+        origins = np.asarray(states, dtype=np.int64)
+        k = origins.size
+        if k == 0:
+            return _EMPTY, _EMPTY, _EMPTY
+        single = k == 1
+        # depth 1, from the automaton side (the root has a child for nearly every byte)
+        deg = a.outdeg[origins]
+        pos = _ranges(a.out_start[origins], deg)
+        node = self._root_table[a.out_byte[pos]]
+        state = a.out_next[pos]
+        ok = node >= 0
+        node, state = node[ok], state[ok]
+        owner = _EMPTY if single else np.repeat(np.arange(k, dtype=np.int64), deg)[ok]
+
+        nchild, hub_row = self._nchild, self._hub_row
+        cstart, cids, cbyte = self._child_start, self._child_ids, self._child_byte
+        token_mid, token_hi, sub_bytes = self._token_mid, self._token_hi, self._sub_bytes
+        outdeg = a.outdeg
+        sparse = a.trans is None
+        trans = a.trans if a.trans is not None else _EMPTY
+        has_loop, not_loop = a.has_loop, a.not_loop
+        check_loops = a.has_loops
+        seen_nodes: list[np.ndarray] = []
+        seen_ends: list[np.ndarray] = []
+        seen_owner: list[np.ndarray] = []
+        while node.size:
+            cnt = nchild.take(node)
+            end = token_mid.take(node)
+            if check_loops:
+                # subtree closure: every byte below the node loops on its state
+                cand = has_loop.take(state)
+                cand &= cnt > 0
+                if np.count_nonzero(cand):
+                    ci = np.flatnonzero(cand)
+                    cn = node.take(ci)
+                    out = sub_bytes.take(cn, axis=0)
+                    out &= not_loop.take(state.take(ci), axis=0)
+                    any_out = out[:, 0] | out[:, 1]
+                    any_out |= out[:, 2]
+                    any_out |= out[:, 3]
+                    closed = any_out == 0
+                    if np.count_nonzero(closed):
+                        cc = ci[closed]
+                        end[cc] = token_hi.take(cn[closed])
+                        cnt[cc] = 0
+            seen_nodes.append(node)
+            seen_ends.append(end)
+            if not single:
+                seen_owner.append(owner)
+            if sparse:
+                # no table: every element goes from the automaton side
+                node, state, owner = self._expand_by_automaton(a, node, state, owner, single, None)
+                continue
+            hub = hub_row.take(node)
+            deg = outdeg.take(state)
+            by_dfa = deg < cnt
+            by_dfa &= hub >= 0
+            n_dfa = int(np.count_nonzero(by_dfa))
+            parts_node: list[np.ndarray] = []
+            parts_state: list[np.ndarray] = []
+            parts_owner: list[np.ndarray] = []
+            if n_dfa:
+                if n_dfa == node.size:
+                    dn, dq, dh, do = node, state, hub, owner
+                else:
+                    dn, dq, dh = node[by_dfa], state[by_dfa], hub[by_dfa]
+                    do = owner if single else owner[by_dfa]
+                dn, dq, do = self._expand_by_automaton(a, dn, dq, do, single, dh)
+                parts_node.append(dn)
+                parts_state.append(dq)
+                parts_owner.append(do)
+            if n_dfa < node.size:
+                if n_dfa:
+                    by_trie = ~by_dfa
+                    tn, tq, tc = node[by_trie], state[by_trie], cnt[by_trie]
+                    to = owner if single else owner[by_trie]
+                else:
+                    tn, tq, tc, to = node, state, cnt, owner
+                pos = _ranges(cstart.take(tn), tc)
+                nxt = trans.take(np.repeat(tq << 8, tc) | cbyte.take(pos))
+                ok = nxt >= 0
+                parts_node.append(cids.take(pos)[ok])
+                parts_state.append(nxt[ok])
+                if not single:
+                    parts_owner.append(np.repeat(to, tc)[ok])
+            if len(parts_node) == 1:
+                node, state = parts_node[0], parts_state[0]
+                if not single:
+                    owner = parts_owner[0]
+            else:
+                node = np.concatenate(parts_node)
+                state = np.concatenate(parts_state)
+                if not single:
+                    owner = np.concatenate(parts_owner)
+
+        if not seen_nodes:
+            return _EMPTY, _EMPTY, _EMPTY
+        nodes = np.concatenate(seen_nodes)
+        hi = np.concatenate(seen_ends)
+        lo = self._token_lo.take(nodes)
+        nonempty = hi > lo
+        lo, hi = lo[nonempty], hi[nonempty]
+        if single:
+            own = np.zeros(lo.size, dtype=np.int64)
+        else:
+            own = np.concatenate(seen_owner)[nonempty]
+        return own, lo, hi
+
+    def _expand_by_automaton(
+        self,
+        a: AutomatonView,
+        node: np.ndarray,
+        state: np.ndarray,
+        owner: np.ndarray,
+        single: bool,
+        hub: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Children of frontier elements, by the state's outgoing edges (``hub``: rows of hub nodes, if all are)."""
+        deg = a.outdeg.take(state)
+        pos = _ranges(a.out_start.take(state), deg)
+        byte = a.out_byte.take(pos)
+        parent = np.repeat(node if hub is None else hub, deg)
+        kid = self._child(parent, byte) if hub is None else self._hub_table.take((parent << 8) | byte)
+        ok = kid >= 0
+        new_owner = owner if single else np.repeat(owner, deg)[ok]
+        return kid[ok], a.out_next.take(pos)[ok], new_owner
+
+    def _child(self, parent: np.ndarray, byte: np.ndarray) -> np.ndarray:
+        """Child of each ``parent`` node along ``byte`` (-1 where there is none)."""
+        hub = self._hub_row.take(parent)
+        is_hub = hub >= 0
+        n_hub = int(np.count_nonzero(is_hub))
+        if n_hub == parent.size:
+            return self._hub_table.take((hub << 8) | byte)
+        kid = np.full(parent.size, -1, dtype=np.int64)
+        if n_hub:
+            h = np.flatnonzero(is_hub)
+            kid[h] = self._hub_table.take((hub.take(h) << 8) | byte.take(h))
+            few = np.flatnonzero(~is_hub)
+            p, b = parent.take(few), byte.take(few)
+        else:
+            few, p, b = None, parent, byte
+        # nodes with fewer than _HUB_MIN_CHILDREN children: compare with each child byte
+        rows = self._few_bytes.take(p, axis=0)
+        found = np.full(p.size, -1, dtype=np.int64)
+        for j in range(rows.shape[1]):
+            found[rows[:, j] == b] = j
+        hit = found >= 0
+        got = np.where(hit, self._cids_pad.take(self._child_start.take(p) + np.maximum(found, 0)), -1)
+        if few is None:
+            return got
+        kid[few] = got
+        return kid
+
+    def compute(self, automaton: AutomatonView, states: Sequence[int] | np.ndarray) -> MaskBatch:
+        """Masks of ``states`` from one walk (see :class:`MaskBatch`)."""
+        origins = np.asarray(states, dtype=np.int64).reshape(-1)
+        k = origins.size
+        accepting = automaton.accepting[origins]
+        if k == 0:
+            none = np.zeros(1, dtype=np.int64)
+            return MaskBatch(origins, accepting, none, _EMPTY, _EMPTY, {}, self)
+        own, lo, hi = self.walk_ranges(automaton, origins)
+        length = hi - lo
+        if k > 1:
+            counts = np.bincount(own, weights=length, minlength=k).astype(np.int64)
+            order = np.argsort(own.astype(np.uint16) if k <= 0xFFFF else own, kind="stable")
+            lo, length = lo.take(order), length.take(order)
+        else:
+            counts = np.array([length.sum()], dtype=np.int64)
+        starts = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        pos = _ranges(lo, length)
+        dense: dict[int, np.ndarray] = {}
+        is_dense = counts * _DENSE_FRACTION > self._num_tokens
+        if is_dense.any():
+            for i in np.flatnonzero(is_dense).tolist():
+                allowed = np.zeros(self.num_words * 32, dtype=bool)
+                allowed[self._sorted_tokens.take(pos[starts[i] : starts[i + 1]])] = True
+                if accepting[i]:
+                    allowed[self.stop_token_ids] = True
+                dense[i] = np.packbits(allowed, bitorder="little").view(np.int32)
+            pos = pos[~np.repeat(is_dense, counts)]
+            counts[is_dense] = 0
+            np.cumsum(counts, out=starts[1:])
+        return MaskBatch(
+            origins, accepting, starts, self._sorted_word.take(pos), self._sorted_bit.take(pos), dense, self
+        )
+
+    def pack_tokens(self, tokens: np.ndarray, accepting: bool) -> np.ndarray:
+        """Packed ``int32 (num_words,)`` row allowing ``tokens`` (and the stop tokens if ``accepting``)."""
+        words = np.zeros(self.num_words, dtype=np.uint32)
+        if tokens.size:
+            np.bitwise_or.at(words, tokens >> 5, np.left_shift(np.uint32(1), (tokens & 31).astype(np.uint32)))
+        if accepting and self._stop_words.size:
+            np.bitwise_or.at(words, self._stop_words, self._stop_bits)
+        return words.view(np.int32)
+
+    # ------------------------------------------------------- legacy surface
     def walk(
         self, transitions: np.ndarray, loops: np.ndarray, states: Sequence[int]
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Allowed token slices for each of ``states``.
+
+        ``loops`` is accepted for compatibility and ignored (the loop sets are
+        derived from ``transitions``).
 
         Returns
         -------
@@ -94,70 +588,15 @@ class TokenMaskBuilder:
         k = len(states)
         if k == 0:
             return []
-        tflat = np.ascontiguousarray(transitions, dtype=np.int64).ravel()
-        origin_states = np.asarray(states, dtype=np.int64)
-        nroot = self._root_children.shape[0]
-        owner = np.repeat(np.arange(k, dtype=np.int64), nroot)
-        node = np.tile(self._root_children, k)
-        state = tflat[(np.repeat(origin_states, nroot) << 8) | np.tile(self._root_bytes, k)]
-        keep = state >= 0
-        owner, node, state = owner[keep], node[keep], state[keep]
-
-        sub_bytes = self.trie.subtree_bytes
-        has_loops = bool(loops.any())
-        out_owner: list[np.ndarray] = []
-        out_lo: list[np.ndarray] = []
-        out_hi: list[np.ndarray] = []
-        lo_all, mid_all, hi_all = self._token_lo, self._token_mid, self._token_hi
-        cstart, cids, nbyte = self._child_start, self._child_ids, self._node_byte
-        while node.size:
-            if has_loops:
-                below = sub_bytes[node]
-                closed = ~np.any(below & ~loops[state], axis=1)
-                if closed.any():
-                    cn = node[closed]
-                    out_owner.append(owner[closed])
-                    out_lo.append(lo_all[cn])
-                    out_hi.append(hi_all[cn])
-                    open_ = ~closed
-                    owner, node, state = owner[open_], node[open_], state[open_]
-                    if not node.size:
-                        break
-            lo = lo_all[node]
-            mid = mid_all[node]
-            exact = mid > lo
-            if exact.any():
-                out_owner.append(owner[exact])
-                out_lo.append(lo[exact])
-                out_hi.append(mid[exact])
-            cs = cstart[node]
-            cnt = cstart[node + 1] - cs
-            total = int(cnt.sum())
-            if total == 0:
-                break
-            ends = np.cumsum(cnt)
-            pos = np.arange(total, dtype=np.int64) + np.repeat(cs - (ends - cnt), cnt)
-            kids = cids[pos]
-            nstate = tflat[(np.repeat(state, cnt) << 8) | nbyte[kids]]
-            keep = nstate >= 0
-            owner = np.repeat(owner, cnt)[keep]
-            node = kids[keep]
-            state = nstate[keep]
-
-        if not out_owner:
-            empty = np.zeros(0, dtype=np.int64)
-            return [(empty, empty) for _ in range(k)]
-        own = np.concatenate(out_owner)
-        los = np.concatenate(out_lo)
-        his = np.concatenate(out_hi)
+        view = AutomatonView(transitions, np.zeros(transitions.shape[0], dtype=bool))
+        own, lo, hi = self.walk_ranges(view, states)
         if k == 1:
-            return [(los, his)]
+            return [(lo, hi)]
         order = np.argsort(own, kind="stable")
-        own, los, his = own[order], los[order], his[order]
+        own, lo, hi = own[order], lo[order], hi[order]
         bounds = np.searchsorted(own, np.arange(k + 1))
-        return [(los[bounds[i] : bounds[i + 1]], his[bounds[i] : bounds[i + 1]]) for i in range(k)]
+        return [(lo[bounds[i] : bounds[i + 1]], hi[bounds[i] : bounds[i + 1]]) for i in range(k)]
 
-    # ----------------------------------------------------------------- masks
     def ranges_to_bool(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Boolean row over token ids for the union of sorted-token slices."""
         allowed = np.zeros(self.num_words * 32, dtype=bool)
@@ -166,9 +605,7 @@ class TokenMaskBuilder:
         lengths = hi - lo
         total = int(lengths.sum())
         if total * 4 < self._num_tokens:
-            ends = np.cumsum(lengths)
-            pos = np.arange(total, dtype=np.int64) + np.repeat(lo - (ends - lengths), lengths)
-            allowed[self._sorted_tokens[pos]] = True
+            allowed[self._sorted_tokens[_ranges(lo, lengths)]] = True
         else:
             n = self._num_tokens
             diff = np.bincount(lo, minlength=n + 1)[: n + 1] - np.bincount(hi, minlength=n + 1)[: n + 1]
@@ -185,8 +622,6 @@ class TokenMaskBuilder:
     def masks(
         self, transitions: np.ndarray, accepting: np.ndarray, loops: np.ndarray, states: Sequence[int]
     ) -> list[np.ndarray]:
-        """Packed ``int32 (num_words,)`` masks for each of ``states``."""
-        result = []
-        for s, (lo, hi) in zip(states, self.walk(transitions, loops, states), strict=True):
-            result.append(self.pack(self.ranges_to_bool(lo, hi), bool(accepting[s])))
-        return result
+        """Packed ``int32 (num_words,)`` masks for each of ``states`` (``loops`` is ignored)."""
+        batch = self.compute(AutomatonView(transitions, accepting), states)
+        return [batch.mask(i) for i in range(len(batch))]
