@@ -132,9 +132,11 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
         pidx[node] = k
 
     # byte classes: cut the byte range at every range boundary
-    distinct = set()
+    distinct: set[Ranges] = set()
     for node in positions:
-        distinct.add(node_ranges[node])
+        rs_node = node_ranges[node]
+        assert rs_node is not None  # positions are byte nodes
+        distinct.add(rs_node)
     cut_set = {0, 256}
     for rs in distinct:
         for lo, hi in rs:
@@ -214,14 +216,14 @@ def _subsets_dense(
         if 2 * state.bit_count() <= num_live:
             # few positions: group their follow sets by class
             targets: dict[int, int] = {}
-            y = state & ~accept_bit
+            y: int = state & ~accept_bit
             while y:
                 low = y & -y
                 y ^= low
                 k = low.bit_length()
-                f = fmask[k]
+                follow = fmask[k]
                 for c in pclasses[k]:
-                    targets[c] = targets.get(c, 0) | f
+                    targets[c] = targets.get(c, 0) | follow
                 steps += 1
             pairs = sorted(targets.items()) if len(targets) > 1 else targets.items()
         else:

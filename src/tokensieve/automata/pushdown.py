@@ -311,7 +311,8 @@ def _rewrite_left_recursion(rules: dict[str, Node]) -> dict[str, Node]:
                 raise LimitExceeded(
                     "max_grammar_rules", 10_000, "rewriting left recursion makes too many alternatives"
                 )
-        direct, other = [], []
+        direct: list[Node] = []
+        other: list[Node] = []
         for b in branches:
             first, rest = _split_first(b)
             (direct if first == RuleRef(a) else other).append(rest if first == RuleRef(a) else b)

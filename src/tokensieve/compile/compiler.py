@@ -6,8 +6,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..automata.pushdown import RuleNetwork, compile_grammar_automaton
 from ..errors import GrammarError
@@ -181,7 +181,7 @@ class GrammarCompiler:
         with self._lock:
             self._cache.clear()
 
-    def _compile(self, key: tuple[str, str], build, source: str) -> CompiledGrammar:  # type: ignore[no-untyped-def]
+    def _compile(self, key: tuple[str, str], build: Callable[[], Any], source: str) -> CompiledGrammar:
         if self.cache_enabled:
             with self._lock:
                 hit = self._cache.get(key)
