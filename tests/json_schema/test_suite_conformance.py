@@ -1,0 +1,99 @@
+"""JSON-Schema-Test-Suite (draft 2020-12), token by token on the real SmolLM2 vocabulary.
+
+Every group's schema is compiled once (``strict=True``, ``property_order="any"``);
+every instance is serialised compactly and with ``indent=2``, encoded by
+SmolLM2's own tokenizer and fed to a matcher with the stop token at the end
+(see ``suite_runner`` for what "accepted" and "pass" mean). The oracle is the
+suite's own ``valid`` flag.
+
+The test fails when a file passes fewer tests than ``conformance_ratchet.json``
+records, when a file accepts more invalid instances than the ratchet allows
+(a file at 0 must stay at 0), or when a mask disagrees with ``accept_token``.
+Raise the ratchet after an improvement with
+``python scripts/json_suite_report.py --update-ratchet --write-docs``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from json_schema import suite_runner as sr
+from support.real_vocabs import smollm2_gguf
+
+from tokensieve import GrammarCompiler, TokenizerInfo
+
+pytestmark = pytest.mark.slow
+
+RATCHET = Path(__file__).with_name("conformance_ratchet.json")
+
+
+@pytest.fixture(scope="module")
+def suite_result() -> sr.SuiteResult:
+    directory = sr.suite_dir()
+    if not directory.is_dir():
+        pytest.skip(
+            f"the JSON-Schema-Test-Suite is not at {directory}: set TOKENSIEVE_SHARED_DATA to the folder "
+            "that holds JSON-Schema-Test-Suite/ (a clone of github.com/json-schema-org/JSON-Schema-Test-Suite)"
+        )
+    if not hasattr(GrammarCompiler, "compile_json_schema"):
+        pytest.skip("GrammarCompiler.compile_json_schema is not available")
+    path = smollm2_gguf()
+    pytest.importorskip(
+        "transformers", reason="encoding the instances needs transformers (pip install transformers gguf)"
+    )
+    pytest.importorskip("gguf", reason="reading the tokenizer from the GGUF needs gguf (pip install gguf)")
+    info = TokenizerInfo.from_file(path)
+    tokenizer = sr.load_hf_tokenizer(str(path))
+    return sr.run_suite(info, tokenizer)
+
+
+def test_conformance_does_not_regress(suite_result: sr.SuiteResult) -> None:
+    ratchet = json.loads(RATCHET.read_text(encoding="utf-8"))
+    print(sr.markdown_tables(suite_result))
+    regressions, improvements = sr.check_ratchet(suite_result, ratchet)
+    if improvements:
+        print(
+            "More tests pass than the ratchet records; raise it with "
+            "`python scripts/json_suite_report.py --update-ratchet --write-docs`:\n  "
+            + "\n  ".join(improvements)
+        )
+    missing = sorted(set(suite_result.summaries()) - set(ratchet["files"]))
+    if missing:
+        print("Suite files without a ratchet entry (run the update script): " + ", ".join(missing))
+    assert not regressions, "JSON-Schema-Test-Suite conformance regressed:\n" + "\n".join(regressions)
+
+
+def test_masks_agree_with_accept_token(suite_result: sr.SuiteResult) -> None:
+    bad = [
+        f"{g.file} #{g.index} {g.description!r}: instance {json.dumps(t.instance)[:80]}: {t.mask_mismatch}"
+        for g in suite_result.groups
+        for t in g.tests
+        if t.mask_mismatch
+    ]
+    assert not bad, f"{len(bad)} tests where the mask and accept_token disagree:\n" + "\n".join(bad[:30])
+
+
+def test_suite_ran_every_test(suite_result: sr.SuiteResult) -> None:
+    # The run covers the whole suite: every test is classified, none dropped.
+    directory = sr.suite_dir()
+    expected = sum(
+        len(g["tests"])
+        for which in ("keywords", "format")
+        for _, groups in sr.load_suite(directory, which)
+        for g in groups
+    )
+    assert sum(len(g.tests) for g in suite_result.groups) == expected
+    assert all(t.cls in sr.CLASSES for g in suite_result.groups for t in g.tests)
+
+
+def test_schema_errors_are_typed(suite_result: sr.SuiteResult) -> None:
+    crashes = [f"{g.file} #{g.index} {g.description!r}: {g.error}" for g in suite_result.groups if g.crashed]
+    crashes += [
+        f"{g.file} #{g.index}: instance {json.dumps(t.instance)[:80]}: {t.detail}"
+        for g in suite_result.groups
+        for t in g.tests
+        if t.cls == "crash"
+    ]
+    assert not crashes, "untyped exceptions while compiling or matching:\n" + "\n".join(crashes[:30])
