@@ -178,6 +178,8 @@ class TokensieveEngine(Engine):
         self._compiler = self._tokensieve.GrammarCompiler(self._info)
 
     def compile(self, workload: Workload) -> Any:
+        if workload.kind == "grammar":  # grammar_workloads.GrammarWorkload: the GBNF text
+            return self._compiler.compile_grammar(workload.gbnf, syntax="gbnf")  # type: ignore[attr-defined]
         if workload.kind == "choices":
             return self._compiler.compile_choices(list(workload.constraint))
         return self._compiler.compile_regex(workload.as_regex())
@@ -234,6 +236,8 @@ class XgrammarEngine(Engine):
         self._compiler = self._xgr.GrammarCompiler(self._info, cache_enabled=False)
 
     def compile(self, workload: Workload) -> Any:
+        if workload.kind == "grammar":  # grammar_workloads.GrammarWorkload: the GBNF text as EBNF
+            return self._compiler.compile_grammar(workload.gbnf)  # type: ignore[attr-defined]
         return self._compiler.compile_regex(workload.as_regex())
 
     def matcher(self, compiled: Any) -> EngineMatcher:
@@ -302,7 +306,10 @@ class LlguidanceEngine(Engine):
             )
 
     def compile(self, workload: Workload) -> Any:
-        grammar = self._llg.LLMatcher.grammar_from_regex(workload.as_regex())
+        if workload.kind == "grammar":  # grammar_workloads.GrammarWorkload: the Lark text
+            grammar = self._llg.LLMatcher.grammar_from_lark(workload.lark)  # type: ignore[attr-defined]
+        else:
+            grammar = self._llg.LLMatcher.grammar_from_regex(workload.as_regex())
         matcher = self._llg.LLMatcher(self._tokenizer, grammar, log_level=0)
         if matcher.is_error():
             raise RuntimeError(matcher.get_error())

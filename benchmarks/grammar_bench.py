@@ -1,0 +1,229 @@
+"""Context-free grammar benchmark: tokensieve against xgrammar and llguidance.
+
+Usage::
+
+    python benchmarks/grammar_bench.py [--vocab tekken|smollm2] [--engines ours,xgrammar,llguidance]
+                                       [--workloads json_gbnf,arith,sql,clike] [--repeat N] [--json out.json]
+
+The workloads (``grammar_workloads.py``) are grammars written for this
+benchmark: JSON in GBNF with bounded white space, left-recursive arithmetic, a
+SQL SELECT subset and a C-like statement language. tokensieve and xgrammar get
+the same GBNF text, llguidance the same language in Lark syntax. The timed loop,
+the checks and the report are the regex benchmark's (``harness.py``); the EOS
+oracle and the judge of disputed tokens are an Earley recogniser over the GBNF
+grammar (``tests/support/earley.py``), and the examples are first checked with
+the ``lark`` package. See ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from grammar_workloads import GRAMMAR_WORKLOADS, GrammarWorkload, check_examples
+from harness import compare_masks, prepare_walks, render_markdown, run_engine_workload
+from peers import ENGINES, Engine, make_engine
+from vocabs import VOCAB_NAMES, Vocab, load_vocab
+
+_TESTS = Path(__file__).resolve().parent.parent / "tests"
+if str(_TESTS) not in sys.path:
+    sys.path.insert(0, str(_TESTS))
+
+from support.earley import Earley  # noqa: E402
+
+from tokensieve.grammar.cfg import Grammar  # noqa: E402
+
+DEFAULT_ENGINES = ("ours", "xgrammar", "llguidance")
+
+
+class _EarleyOracle:
+    """Viability and completeness of texts under one grammar, with memoised Earley sets per prefix."""
+
+    def __init__(self, workload: GrammarWorkload) -> None:
+        self.earley = Earley(Grammar.from_gbnf(workload.gbnf))
+        self._sets: dict[str, list | None] = {"": self.earley.start()}
+
+    def sets(self, text: str) -> list | None:
+        """Earley sets of ``text`` (None: not a viable prefix)."""
+        hit = self._sets.get(text, False)
+        if hit is not False:
+            return hit  # type: ignore[return-value]
+        # extend the longest memoised prefix
+        k = len(text)
+        while k > 0 and text[:k] not in self._sets:
+            k -= 1
+        sets = self._sets[text[:k]]
+        for i in range(k, len(text)):
+            if sets is None:
+                break
+            sets = self.earley.step(sets, text[i])
+            if i - k < 64:  # memoise the walk's prefixes, not every disputed token's tail
+                self._sets[text[: i + 1]] = sets
+        self._sets[text] = sets
+        return sets
+
+    def complete(self, data: bytes) -> bool:
+        """Whether ``data`` is a sentence."""
+        sets = self.sets(data.decode("utf-8"))
+        return sets is not None and self.earley.is_complete(sets)
+
+
+def _oracle_for(oracles: dict[str, _EarleyOracle]) -> Callable[[GrammarWorkload, Vocab], Callable]:
+    def oracle_for(workload: GrammarWorkload, vocab: Vocab) -> Callable[[bytes, int], bool | None]:
+        oracle = oracles[workload.name]
+        eos = vocab.eos_token_id
+
+        def judge(prefix: bytes, token_id: int) -> bool | None:
+            try:
+                if token_id == eos:
+                    return oracle.complete(prefix)
+                text = (prefix + vocab.tokens[token_id]).decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            return oracle.sets(text) is not None
+
+        return judge
+
+    return oracle_for
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vocab", choices=VOCAB_NAMES, default="tekken", help="vocabulary (default: tekken)")
+    parser.add_argument(
+        "--engines",
+        default=",".join(DEFAULT_ENGINES),
+        help=f"comma-separated engines (default: {','.join(DEFAULT_ENGINES)}); missing ones are skipped",
+    )
+    parser.add_argument(
+        "--workloads",
+        default=",".join(w.name for w in GRAMMAR_WORKLOADS),
+        help="comma-separated workloads (default: all)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="repetitions per engine and workload (default: 5)"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, help="also write every measurement to this JSON file"
+    )
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the report; returns 1 if any correctness check failed."""
+    args = _parse_args(argv)
+    names = [n.strip() for n in args.engines.split(",") if n.strip()]
+    for n in names:
+        if n not in ENGINES or n == "outlines":
+            print(f"unknown engine {n!r}; expected some of {', '.join(DEFAULT_ENGINES)}", file=sys.stderr)
+            return 2
+    wanted = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    known = {w.name: w for w in GRAMMAR_WORKLOADS}
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        print(f"unknown workloads {unknown}; expected some of {', '.join(known)}", file=sys.stderr)
+        return 2
+    workloads = [known[n] for n in wanted]
+    for w in workloads:
+        check_examples(w)
+
+    t = time.perf_counter()
+    vocab = load_vocab(args.vocab)
+    print(
+        f"vocabulary {vocab.name}: {vocab.vocab_size} ids, loaded in {time.perf_counter() - t:.2f} s",
+        file=sys.stderr,
+    )
+    oracles = {w.name: _EarleyOracle(w) for w in workloads}
+    walks = {w.name: prepare_walks(w, vocab, oracles[w.name].complete) for w in workloads}  # type: ignore[arg-type]
+
+    engines: list[Engine] = []
+    skipped: dict[str, str] = {}
+    setup_s: dict[str, float] = {}
+    for n in names:
+        reason = ENGINES[n].unavailable_reason()
+        if reason is not None:
+            skipped[n] = reason
+            print(f"skipping {n}: {reason}", file=sys.stderr)
+            continue
+        engine = make_engine(n)
+        t = time.perf_counter()
+        try:
+            engine.setup(vocab)
+        except Exception as exc:
+            skipped[n] = f"setup failed: {type(exc).__name__}: {exc}"
+            print(f"skipping {n}: {skipped[n]}", file=sys.stderr)
+            continue
+        setup_s[n] = time.perf_counter() - t
+        print(f"{n} {engine.version}: tokenizer set up in {setup_s[n]:.2f} s", file=sys.stderr)
+        engines.append(engine)
+
+    results = []
+    for w in workloads:
+        print(f"workload {w.name}", file=sys.stderr)
+        for engine in engines:
+            results.append(run_engine_workload(engine, w, walks[w.name], args.repeat))  # type: ignore[arg-type]
+
+    diffs, disputes, notes = compare_masks(
+        results, vocab, workloads, walks, oracle_for=_oracle_for(oracles)  # type: ignore[arg-type]
+    )
+    ran = [e.name for e in engines]
+    report = render_markdown(
+        results,
+        ran,
+        workloads,  # type: ignore[arg-type]
+        diffs,
+        disputes,
+        notes,
+        skipped,
+        oracle_note="an Earley recogniser over the GBNF grammar (is the text plus the token a viable prefix?)",
+    )
+    steps = {w.name: sum(len(x.token_ids) + 1 for x in walks[w.name]) for w in workloads}
+    print(
+        f"# Grammar benchmark: {vocab.name} ({vocab.vocab_size} tokens), {args.repeat} repetitions, medians\n\n"
+        f"Engines: {', '.join(f'{e.name} ({e.dist} {e.version})' for e in engines) or 'none'}. "
+        f"Per-vocabulary tokenizer setup (not in compile times): "
+        f"{', '.join(f'{n} {s:.2f} s' for n, s in setup_s.items())}. "
+        f"Steps per walk repetition: {', '.join(f'{k} {v}' for k, v in steps.items())}. "
+        f"gc disabled during timed repetitions. Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs.\n"
+    )
+    print(report)
+
+    if args.json is not None:
+        payload = {
+            "vocab": {"name": vocab.name, "vocab_size": vocab.vocab_size, "eos_token_id": vocab.eos_token_id},
+            "repeat": args.repeat,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpu_count": os.cpu_count(),
+            "engines": {
+                e.name: {"dist": e.dist, "version": e.version, "setup_s": setup_s[e.name]} for e in engines
+            },
+            "skipped": skipped,
+            "workloads": {
+                w.name: {"gbnf": w.gbnf, "lark": w.lark, "examples": list(w.examples)} for w in workloads
+            },
+            "results": [r.summary() for r in results],
+            "differences": [d.__dict__ for d in diffs],
+            "disputes": [d.__dict__ for d in disputes],
+            "notes": notes,
+            "markdown": report,
+        }
+        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+        print(f"wrote {args.json}", file=sys.stderr)
+
+    failed = any(r.failure_count or r.error for r in results)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
