@@ -7,18 +7,36 @@ filled in by the enclosing fragment), built bottom-up without recursion. A
 fragment's nodes are numbered contiguously, so a bounded repetition copies its
 body by offsetting node numbers. The size is checked against
 ``Limits.max_nfa_states`` before anything is copied.
+
+An embedded :class:`~tokensieve.grammar.ir.Automaton` becomes one epsilon node
+per automaton state, followed by one byte node per distinct target of that
+state (its byte ranges merged), with the accepting states linked to the exit.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from ..errors import GrammarError, LimitExceeded
-from ..grammar.ir import EMPTY, Alt, ByteClass, CharClass, Concat, Empty, Literal, Node, Repeat, RuleRef
+from ..grammar.ir import (
+    EMPTY,
+    Alt,
+    Automaton,
+    ByteClass,
+    CharClass,
+    Concat,
+    Empty,
+    Literal,
+    Node,
+    Repeat,
+    RuleRef,
+)
 from ..limits import Limits
 from .utf8 import class_automaton, class_sequences
 
-__all__ = ["ByteNFA", "build_nfa"]
+__all__ = ["ByteNFA", "build_nfa", "automaton_runs"]
 
 
 class ByteNFA:
@@ -80,6 +98,85 @@ def _class_template(ranges: tuple[tuple[int, int], ...]) -> _Template:
             nodes.append((rs, exit_id if target < 0 else ids[target], None))
     nodes.append((None, -1, ()))
     return tuple(nodes), 0, exit_id
+
+
+_RUN_DTYPE = np.dtype("<i4")
+
+
+@lru_cache(maxsize=64)
+def automaton_runs(node: Automaton) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The checked transitions of an embedded automaton as ``int64`` arrays ``(source, lo, hi, target)``.
+
+    Parameters
+    ----------
+    node
+        The IR node.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Read-only arrays, sorted by ``(source, lo)``.
+
+    Raises
+    ------
+    ValueError
+        For state numbers out of range, bad byte ranges, or overlapping or
+        unsorted ranges of one state.
+    """
+    runs = np.frombuffer(node.runs, dtype=_RUN_DTYPE).reshape(-1, 4).astype(np.int64)
+    src, lo, hi, dst = (np.ascontiguousarray(runs[:, i]) for i in range(4))
+    n = node.num_states
+    if len(src):
+        if src.min() < 0 or src.max() >= n or dst.min() < 0 or dst.max() >= n:
+            raise ValueError("Automaton.runs names a state out of range")
+        if lo.min() < 0 or hi.max() > 255 or (lo > hi).any():
+            raise ValueError("Automaton.runs has a bad byte range")
+        same = src[1:] == src[:-1]
+        if (src[1:] < src[:-1]).any() or (same & (lo[1:] <= hi[:-1])).any():
+            raise ValueError("Automaton.runs must be sorted by (source, lo) with disjoint ranges per source")
+    if any(b > 1 for b in node.accepting):
+        raise ValueError("Automaton.accepting must hold 0 or 1 per state")
+    for a in (src, lo, hi, dst):
+        a.setflags(write=False)
+    return src, lo, hi, dst
+
+
+@lru_cache(maxsize=64)
+def _automaton_template(node: Automaton) -> _Template:
+    """Relative node list of an embedded automaton, with entry and exit."""
+    src, lo, hi, dst = automaton_runs(node)
+    n = node.num_states
+    order = np.lexsort((lo, dst, src))
+    src, lo, hi, dst = src[order], lo[order], hi[order], dst[order]
+    if len(src):
+        new_group = np.ones(len(src), dtype=bool)
+        new_group[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+        starts = np.flatnonzero(new_group)
+    else:
+        starts = np.zeros(0, dtype=np.int64)
+    ends = np.append(starts[1:], len(src))
+    groups_per_state = np.bincount(src[starts], minlength=n)
+    # state q: its epsilon node at ids[q], then one byte node per target
+    ids = np.zeros(n, dtype=np.int64)
+    np.cumsum(groups_per_state[:-1] + 1, out=ids[1:])
+    exit_id = int(ids[-1] + groups_per_state[-1] + 1)
+    accepting = node.accepting
+    ids_l = ids.tolist()
+    lo_l, hi_l, src_l, dst_l = lo.tolist(), hi.tolist(), src.tolist(), dst.tolist()
+    nodes: list[tuple[Ranges | None, int, tuple[int, ...] | None]] = []
+    g = 0
+    bounds = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    for q in range(n):
+        k = int(groups_per_state[q])
+        first = ids_l[q] + 1
+        succ = tuple(range(first, first + k)) + ((exit_id,) if accepting[q] else ())
+        nodes.append((None, -1, succ))
+        for a, b in bounds[g : g + k]:
+            assert src_l[a] == q
+            nodes.append((tuple(zip(lo_l[a:b], hi_l[a:b], strict=True)), ids_l[dst_l[a]], None))
+        g += k
+    nodes.append((None, -1, ()))
+    return tuple(nodes), ids_l[node.start], exit_id
 
 
 class _Builder:
@@ -146,6 +243,16 @@ class _Builder:
             self.check(1)
             e = self.new_eps()
             return e, e
+        if kind is Automaton:
+            nodes, entry, exit_rel = _automaton_template(node)
+            self.check(len(nodes))
+            base = len(nfa.out)
+            for rs, out, eps in nodes:
+                nfa.ranges.append(rs)
+                nfa.out.append(out + base if out >= 0 else -1)
+                nfa.eps.append(None if eps is None else [e + base for e in eps])
+            nfa.has_dead = True  # a node built by hand need not be trimmed
+            return base + entry, base + exit_rel
         if kind is RuleRef:
             raise GrammarError(f"unresolved rule reference {node.name!r}")  # type: ignore[union-attr]
         raise TypeError(f"not a regex IR node: {node!r}")

@@ -32,6 +32,7 @@ from ..grammar.ir import (
     EMPTY,
     NOTHING,
     Alt,
+    Automaton,
     ByteClass,
     Concat,
     Empty,
@@ -48,6 +49,7 @@ from ..grammar.ir import (
 from ..limits import Limits
 from .build import ir_to_dfa
 from .dfa import ByteDFA
+from .nfa import automaton_runs
 
 __all__ = ["RuleNetwork", "compile_grammar_automaton"]
 
@@ -208,6 +210,8 @@ def _nullable(node: Node, null: set[str]) -> bool:
         return node.min == 0 or _nullable(node.item, null)
     if isinstance(node, Literal):
         return not node.value
+    if isinstance(node, Automaton):
+        return node.nullable
     return isinstance(node, Empty)
 
 
@@ -429,6 +433,9 @@ def _uses_marker_bytes(node: Node) -> bool:
                 return True
         elif isinstance(n, Literal):
             if any(b >= _MARKER_LEAD for b in n.value):
+                return True
+        elif isinstance(n, Automaton):
+            if automaton_runs(n)[2].max(initial=-1) >= _MARKER_LEAD:
                 return True
         elif isinstance(n, (Concat, Alt)):
             stack.extend(n.items)

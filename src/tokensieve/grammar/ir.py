@@ -15,6 +15,7 @@ node                      language
 ``Alt((x, y, ...))``      union
 ``Repeat(x, m, n)``       ``m`` to ``n`` copies of ``x`` (``n=None``: unbounded)
 ``RuleRef("name")``       the body of another rule (resolved by grammar front ends)
+``Automaton(...)``        the language of an embedded byte DFA (see below)
 ========================  =====================================================
 
 A class with no ranges matches nothing; :data:`NOTHING` is that node. The
@@ -23,10 +24,18 @@ constructor functions (:func:`literal`, :func:`char_class`, :func:`concat`,
 merge, nested concatenations and alternations flatten, ``NOTHING`` propagates,
 and single-character alternatives merge into one class. Front ends should use
 them rather than the dataclass constructors.
+
+An :class:`Automaton` embeds a deterministic byte automaton as plain immutable
+data, for languages the other nodes cannot state compactly (intersections and
+differences of regular languages, see :mod:`tokensieve.automata.ops`). It is an
+opaque leaf: it contains no rule references, and any part of the pipeline that
+accepts a regex IR node accepts it. Build it with
+:func:`tokensieve.automata.ops.dfa_to_ir` rather than by hand.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -42,6 +51,7 @@ __all__ = [
     "Alt",
     "Repeat",
     "RuleRef",
+    "Automaton",
     "EMPTY",
     "NOTHING",
     "literal",
@@ -228,7 +238,78 @@ class RuleRef:
     name: str
 
 
-Node = Empty | Literal | CharClass | ByteClass | Concat | Alt | Repeat | RuleRef
+@dataclass(frozen=True, slots=True)
+class Automaton:
+    """The language of a deterministic byte automaton, embedded in the IR.
+
+    The transitions are stored as *runs*: maximal ranges of consecutive bytes
+    that lead from one state to the same target. The fields are plain bytes so
+    the node is hashable, picklable and compared by content; automata built by
+    :func:`tokensieve.automata.ops.dfa_to_ir` are minimal and numbered
+    canonically, so equal languages give equal nodes.
+
+    Attributes
+    ----------
+    num_states : int
+        Number of states, at least 1.
+    start : int
+        The start state.
+    accepting : bytes
+        One byte per state: 1 if the state accepts, 0 if not.
+    runs : bytes
+        Little-endian ``int32`` quadruples ``(source, lo, hi, target)``: from
+        ``source``, every byte in ``lo..hi`` leads to ``target``. Sorted by
+        ``(source, lo)``; the ranges of one source are disjoint.
+
+    Notes
+    -----
+    The constructor checks only the sizes; the automaton stage checks the
+    contents (state numbers and byte ranges) when it first reads them and
+    raises ``ValueError`` for a malformed node.
+    """
+
+    num_states: int
+    start: int
+    accepting: bytes
+    runs: bytes
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.accepting, bytes) and isinstance(self.runs, bytes)):
+            raise TypeError("Automaton.accepting and Automaton.runs must be bytes")
+        if not (isinstance(self.num_states, int) and isinstance(self.start, int)):
+            raise TypeError("Automaton.num_states and Automaton.start must be int")
+        if self.num_states < 1:
+            raise ValueError("an Automaton needs at least one state (the empty language is NOTHING)")
+        if not 0 <= self.start < self.num_states:
+            raise ValueError(f"Automaton start state {self.start} out of range")
+        if len(self.accepting) != self.num_states:
+            raise ValueError("Automaton.accepting must hold one byte per state")
+        if len(self.runs) % 16:
+            raise ValueError("Automaton.runs must hold whole (source, lo, hi, target) int32 quadruples")
+        object.__setattr__(
+            self, "_hash", hash(("Automaton", self.num_states, self.start, self.accepting, self.runs))
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Automaton, (self.num_states, self.start, self.accepting, self.runs))
+
+    def __repr__(self) -> str:
+        # content-complete (caches key compiled grammars by repr), yet short
+        h = hashlib.sha256(self.start.to_bytes(8, "little") + self.accepting)
+        h.update(self.runs)
+        return f"Automaton(states={self.num_states}, runs={len(self.runs) // 16}, sha256={h.hexdigest()})"
+
+    @property
+    def nullable(self) -> bool:
+        """Whether the empty string is in the language (the start state accepts)."""
+        return self.accepting[self.start] != 0
+
+
+Node = Empty | Literal | CharClass | ByteClass | Concat | Alt | Repeat | RuleRef | Automaton
 
 #: The empty string.
 EMPTY = Empty()

@@ -1,0 +1,653 @@
+"""Boolean operations on byte DFAs, and their embedding in the regex IR.
+
+:func:`intersect`, :func:`difference` and :func:`complement` combine
+:class:`ByteDFA` values by the product construction; the ``ir_*`` functions do
+the same for regex IR nodes and return an :class:`~tokensieve.grammar.ir.Automaton`
+node (or :data:`~tokensieve.grammar.ir.NOTHING` for an empty result) that can be
+used anywhere in a regex or grammar.
+
+The product is built breadth-first, one whole frontier of state pairs at a
+time, over the byte classes that neither operand tells apart (a regex DFA
+usually has a handful), so a step is a few numpy operations on a
+``(frontier, classes)`` block. Only pairs reachable from the start pair are
+built; the result is then trimmed and minimised (:mod:`.minimize`), so it
+obeys the :class:`ByteDFA` contract and equal languages give identical tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import GrammarError, LimitExceeded
+from ..grammar.ir import (
+    NOTHING,
+    Alt,
+    Automaton,
+    ByteClass,
+    CharClass,
+    Concat,
+    Empty,
+    Literal,
+    Node,
+    Repeat,
+    RuleRef,
+)
+from ..limits import Limits
+from .build import ir_to_dfa
+from .determinize import Row
+from .dfa import ByteDFA
+from .minimize import minimize, trim
+from .nfa import automaton_runs
+from .utf8 import class_sequences
+
+__all__ = [
+    "dfa_to_ir",
+    "automaton_to_dfa",
+    "intersect",
+    "difference",
+    "complement",
+    "ir_intersect",
+    "ir_difference",
+    "ir_complement",
+    "is_empty_ir",
+    "is_empty",
+]
+
+_EMPTY_RESULT = "the operation leaves no string: the result matches nothing"
+_RUN_DTYPE = np.dtype("<i4")
+# pair tables up to this many entries are dense arrays; larger ones use a dict
+_DENSE_PAIRS = 1 << 22
+# frontiers of at most this many (pair, class) cells are stepped in plain Python
+_SMALL_STEP = 256
+
+
+# ------------------------------------------------------------ IR embedding
+def dfa_to_ir(dfa: ByteDFA) -> Automaton:
+    """The IR leaf whose language is the language of ``dfa``.
+
+    Parameters
+    ----------
+    dfa
+        Any byte DFA (table- or edge-list-based).
+
+    Returns
+    -------
+    Automaton
+        Immutable, hashable, compared by content. For a DFA built by this
+        package (minimal, numbered canonically), equal languages give equal nodes.
+    """
+    src, byte, dst = dfa.edge_list()
+    if len(src):
+        # a run starts where the source changes, a byte is skipped, or the target changes
+        new = np.ones(len(src), dtype=bool)
+        new[1:] = (src[1:] != src[:-1]) | (byte[1:] != byte[:-1] + 1) | (dst[1:] != dst[:-1])
+        starts = np.flatnonzero(new)
+        ends = np.append(starts[1:], len(src)) - 1
+        runs = np.stack([src[starts], byte[starts], byte[ends], dst[starts]], axis=1)
+    else:
+        runs = np.zeros((0, 4), dtype=np.int64)
+    accepting = np.asarray(dfa.accepting, dtype=np.uint8).tobytes()
+    return Automaton(dfa.num_states, dfa.start, accepting, runs.astype(_RUN_DTYPE).tobytes())
+
+
+def _raw_dfa(node: Automaton) -> ByteDFA:
+    """The automaton of ``node`` as it is stored (not necessarily trimmed or minimal)."""
+    src, lo, hi, dst = automaton_runs(node)
+    lengths = hi - lo + 1
+    total = int(lengths.sum())
+    e_src = np.repeat(src, lengths)
+    e_dst = np.repeat(dst, lengths)
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    e_byte = np.repeat(lo, lengths) + offsets
+    acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
+    return ByteDFA.from_edges(node.num_states, (e_src, e_byte, e_dst), acc, node.start)
+
+
+def automaton_to_dfa(node: Automaton, limits: Limits | None = None) -> ByteDFA:
+    """The minimal, trimmed byte DFA of an :class:`~tokensieve.grammar.ir.Automaton` node.
+
+    Parameters
+    ----------
+    node
+        The IR leaf.
+    limits
+        Unused except for its type; accepted for symmetry with the other functions.
+
+    Returns
+    -------
+    ByteDFA
+
+    Raises
+    ------
+    GrammarError
+        When the automaton accepts nothing.
+    ValueError
+        For a malformed node (states or byte ranges out of range).
+    """
+    raw = _raw_dfa(node)
+    return _canonical(_class_tables(raw), raw)
+
+
+def _canonical(tables: tuple[np.ndarray, np.ndarray], raw: ByteDFA) -> ByteDFA:
+    table, class_of_byte = tables
+    res = _finish(table, np.asarray(raw.accepting, dtype=bool), class_of_byte, raw.start)
+    if res is None:
+        raise GrammarError(_EMPTY_RESULT)
+    return res
+
+
+# ----------------------------------------------------------- byte classes
+def _class_tables(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
+    """``(table, class_of_byte)``: the transitions over the bytes' classes.
+
+    Two bytes are in one class when they lead every state to the same place;
+    classes are numbered in order of their smallest byte.
+    """
+    if dfa.has_table:
+        trans = dfa.transitions
+        keys = [trans[:, b].tobytes() for b in range(256)]
+    else:
+        src, byte, dst = dfa.edge_list()
+        order = np.argsort(byte, kind="stable")  # by (byte, source)
+        s_src, s_dst = src[order], dst[order]
+        bounds = np.searchsorted(byte[order], np.arange(257))
+        keys = [
+            s_src[bounds[b] : bounds[b + 1]].tobytes() + b"|" + s_dst[bounds[b] : bounds[b + 1]].tobytes()
+            for b in range(256)
+        ]
+    ids: dict[bytes, int] = {}
+    cls = np.empty(256, dtype=np.int64)
+    reps: list[int] = []
+    for b, k in enumerate(keys):
+        c = ids.get(k)
+        if c is None:
+            c = ids[k] = len(reps)
+            reps.append(b)
+        cls[b] = c
+    if dfa.has_table:
+        table = np.ascontiguousarray(dfa.transitions[:, reps])
+    else:
+        table = np.full((dfa.num_states, len(reps)), -1, dtype=np.int32)
+        src, byte, dst = dfa.edge_list()
+        rep_class = np.full(256, -1, dtype=np.int64)
+        rep_class[reps] = np.arange(len(reps))
+        pick = rep_class[byte] >= 0
+        table[src[pick], rep_class[byte[pick]]] = dst[pick]
+    return table, cls
+
+
+def _joint_classes(ca: np.ndarray, cb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Classes refining both partitions: ``(class_of_byte, class in a, class in b)`` per joint class."""
+    pair = ca * 256 + cb
+    ids: dict[int, int] = {}
+    cls = np.empty(256, dtype=np.int64)
+    for b, p in enumerate(pair.tolist()):
+        c = ids.get(p)
+        if c is None:
+            c = ids[p] = len(ids)
+        cls[b] = c
+    keys = np.array(list(ids), dtype=np.int64)
+    return cls, keys // 256, keys % 256
+
+
+# ---------------------------------------------------------------- product
+def _limit(limits: Limits, states: int) -> LimitExceeded:
+    return LimitExceeded(
+        "max_dfa_states",
+        limits.max_dfa_states,
+        f"the product automaton would have more than {limits.max_dfa_states} states (at least {states})",
+    )
+
+
+def _product(a: ByteDFA, b: ByteDFA, subtract: bool, limits: Limits) -> ByteDFA | None:
+    """Reachable product of ``a`` and ``b``: ``a ∩ b``, or ``a \\ b`` when ``subtract``."""
+    ta, cla = _class_tables(a)
+    tb, clb = _class_tables(b)
+    class_of_byte, ka, kb = _joint_classes(cla, clb)
+    ta = ta[:, ka].astype(np.int64)
+    tb = tb[:, kb].astype(np.int64)
+    acc_a = np.asarray(a.accepting, dtype=bool)
+    acc_b = np.asarray(b.accepting, dtype=bool)
+    if subtract:  # complete b with a rejecting sink so that a's strings outside b survive
+        sink = tb.shape[0]
+        tb = np.vstack([np.where(tb < 0, sink, tb), np.full((1, tb.shape[1]), sink, dtype=np.int64)])
+        acc_b = np.append(acc_b, False)
+    nb = tb.shape[0]
+    num_classes = ta.shape[1]
+    max_states = limits.max_dfa_states
+    max_work = limits.max_compile_work
+    total_pairs = ta.shape[0] * nb
+    dense = np.full(total_pairs, -1, dtype=np.int32) if total_pairs <= _DENSE_PAIRS else None
+    ids: dict[int, int] = {}
+    start = a.start * nb + b.start
+    if dense is not None:
+        dense[start] = 0
+    else:
+        ids[start] = 0
+    frontier = np.array([start], dtype=np.int64)
+    blocks: list[np.ndarray] = []
+    keys_all: list[np.ndarray] = [frontier]
+    count = 1
+    ta_l: list[list[int]] | None = None
+    tb_l: list[list[int]] | None = None
+    while len(frontier):
+        if len(frontier) * num_classes <= _SMALL_STEP:
+            # a narrow frontier (long chains of states): plain Python beats numpy's call overhead
+            if ta_l is None or tb_l is None:
+                ta_l, tb_l = ta.tolist(), tb.tolist()
+            fresh_l: list[int] = []
+            rows_l: list[list[int]] = []
+            for key in frontier.tolist():
+                ra, rb = ta_l[key // nb], tb_l[key % nb]
+                row = [-1] * num_classes
+                for c in range(num_classes):
+                    x, y = ra[c], rb[c]
+                    if x < 0 or y < 0:
+                        continue
+                    k = x * nb + y
+                    j = int(dense[k]) if dense is not None else ids.get(k, -1)
+                    if j < 0:
+                        j = count + len(fresh_l)
+                        if j >= max_states:
+                            raise _limit(limits, j + 1)
+                        if dense is not None:
+                            dense[k] = j
+                        else:
+                            ids[k] = j
+                        fresh_l.append(k)
+                    row[c] = j
+                rows_l.append(row)
+            out = np.array(rows_l, dtype=np.int64).reshape(-1, num_classes)
+            fresh = np.array(fresh_l, dtype=np.int64)
+        else:
+            p, q = frontier // nb, frontier % nb
+            ra, rb = ta[p], tb[q]
+            valid = (ra >= 0) & (rb >= 0)
+            k = (ra * nb + rb)[valid]
+            out = np.full(ra.shape, -1, dtype=np.int64)
+            if dense is not None:
+                found = dense[k]
+                fresh = np.unique(k[found < 0])
+                if count + len(fresh) > max_states:
+                    raise _limit(limits, count + len(fresh))
+                dense[fresh] = np.arange(count, count + len(fresh))
+                out[valid] = dense[k]
+            else:
+                fresh_list: list[int] = []
+                uniq, inverse = np.unique(k, return_inverse=True)
+                targets = np.empty(len(uniq), dtype=np.int64)
+                for i, key in enumerate(uniq.tolist()):
+                    got = ids.get(key)
+                    if got is None:
+                        got = ids[key] = count + len(fresh_list)
+                        fresh_list.append(key)
+                    targets[i] = got
+                if count + len(fresh_list) > max_states:
+                    raise _limit(limits, count + len(fresh_list))
+                fresh = np.array(fresh_list, dtype=np.int64)
+                out[valid] = targets[inverse.reshape(-1)]
+        count += len(fresh)
+        if count * num_classes > max_work:
+            raise LimitExceeded("max_compile_work", max_work, "the product automaton is too costly to build")
+        blocks.append(out)
+        if len(fresh):
+            keys_all.append(fresh)
+        frontier = fresh
+    table = np.concatenate(blocks)
+    states = np.concatenate(keys_all)
+    sa, sb = states // nb, states % nb
+    accepting = acc_a[sa] & (~acc_b[sb] if subtract else acc_b[sb])
+    return _finish(table, accepting, class_of_byte, 0, reachable=True)
+
+
+def _finish(
+    table: np.ndarray,
+    accepting: np.ndarray,
+    class_of_byte: np.ndarray,
+    start: int,
+    reachable: bool = False,
+) -> ByteDFA | None:
+    """Trim and minimise a DFA over classes given as a table; ``None`` for an empty language.
+
+    ``reachable``: every state is known to be reachable from ``start``.
+    """
+    if not accepting.any():
+        return None
+    num_states = table.shape[0]
+    src, cls = np.nonzero(table >= 0)
+    dst = table[src, cls]
+    bounds = np.searchsorted(src, np.arange(num_states + 1)).tolist()
+    cls_l, dst_l = cls.tolist(), dst.tolist()
+    rows: list[Row] = [
+        list(zip(cls_l[bounds[s] : bounds[s + 1]], dst_l[bounds[s] : bounds[s + 1]], strict=True))
+        for s in range(num_states)
+    ]
+    acc = accepting.tolist()
+    if not reachable:
+        seen = [False] * num_states
+        seen[start] = True
+        todo = [start]
+        for s in todo:
+            for _, t in rows[s]:
+                if not seen[t]:
+                    seen[t] = True
+                    todo.append(t)
+        if len(todo) < num_states:
+            todo.sort()
+            renum = {s: i for i, s in enumerate(todo)}
+            rows = [[(c, renum[t]) for c, t in rows[s]] for s in todo]
+            acc = [acc[s] for s in todo]
+            start = renum[start]
+    trimmed = trim(rows, acc, start)
+    if trimmed is None:
+        return None
+    rows2, acc2 = minimize(*trimmed)
+    n = len(rows2)
+    m_src = [s for s, row in enumerate(rows2) for _ in row]
+    m_cls = [c for row in rows2 for c, _ in row]
+    m_dst = [t for row in rows2 for _, t in row]
+    out = np.full((n, int(class_of_byte.max()) + 1), -1, dtype=np.int32)
+    out[m_src, m_cls] = m_dst
+    trans = np.ascontiguousarray(out[:, class_of_byte])
+    return ByteDFA(trans, np.array(acc2, dtype=bool), 0)
+
+
+_ALL_BYTES: ByteDFA | None = None
+
+
+def _all_bytes() -> ByteDFA:
+    global _ALL_BYTES
+    if _ALL_BYTES is None:
+        _ALL_BYTES = ByteDFA(np.zeros((1, 256), dtype=np.int32), np.ones(1, dtype=bool), 0)
+    return _ALL_BYTES
+
+
+# ------------------------------------------------------------- DFA level
+def intersect(a: ByteDFA, b: ByteDFA, limits: Limits | None = None) -> ByteDFA:
+    """The strings in both ``a`` and ``b``.
+
+    Parameters
+    ----------
+    a, b
+        The operands.
+    limits
+        ``max_dfa_states`` bounds the reachable product states and
+        ``max_compile_work`` the product's states times byte classes.
+
+    Returns
+    -------
+    ByteDFA
+        Minimal and trimmed.
+
+    Raises
+    ------
+    GrammarError
+        When no string is in both.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    res = _product(a, b, False, limits or Limits())
+    if res is None:
+        raise GrammarError(_EMPTY_RESULT)
+    return res
+
+
+def difference(a: ByteDFA, b: ByteDFA, limits: Limits | None = None) -> ByteDFA:
+    """The strings in ``a`` that are not in ``b``.
+
+    Parameters
+    ----------
+    a, b
+        The operands.
+    limits
+        As for :func:`intersect`.
+
+    Returns
+    -------
+    ByteDFA
+        Minimal and trimmed.
+
+    Raises
+    ------
+    GrammarError
+        When every string of ``a`` is in ``b``.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    res = _product(a, b, True, limits or Limits())
+    if res is None:
+        raise GrammarError(_EMPTY_RESULT)
+    return res
+
+
+def complement(a: ByteDFA, alphabet: ByteDFA | None = None, limits: Limits | None = None) -> ByteDFA:
+    """The strings of ``alphabet``'s language that are not in ``a``.
+
+    Parameters
+    ----------
+    a
+        The automaton to complement.
+    alphabet
+        The universe; ``None`` means every byte string, including invalid
+        UTF-8 and the bytes 0xF8-0xFF that recursive grammars reserve, so for
+        text pass the automaton of ``[\\s\\S]*`` (any UTF-8 text) instead.
+    limits
+        As for :func:`intersect`.
+
+    Returns
+    -------
+    ByteDFA
+        ``difference(alphabet, a)``.
+
+    Raises
+    ------
+    GrammarError
+        When the result is empty.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    return difference(_all_bytes() if alphabet is None else alphabet, a, limits)
+
+
+# -------------------------------------------------------------- IR level
+def _rule_refs(node: Node) -> Iterator[str]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            yield n.name
+        elif isinstance(n, (Concat, Alt)):
+            stack.extend(n.items)
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
+
+
+def _require_regular(node: Node, what: str) -> None:
+    for name in _rule_refs(node):
+        raise GrammarError(
+            f"{what} needs regular operands, but an operand references the rule {name!r} "
+            "(inline it or express the constraint without it)"
+        )
+
+
+def is_empty_ir(node: Node, limits: Limits | None = None) -> bool:
+    """Whether a regex IR node matches no string at all.
+
+    Exact and cheap: it reads the structure and builds no automaton.
+
+    Parameters
+    ----------
+    node
+        A regex IR node without rule references.
+    limits
+        Unused; accepted for symmetry with the other functions.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    GrammarError
+        For a node that references a rule.
+    """
+    _require_regular(node, "an emptiness test")
+    # post-order evaluation without recursion
+    memo: dict[int, bool] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if id(n) in memo:
+            continue
+        if isinstance(n, (Concat, Alt, Repeat)):
+            children = (n.item,) if isinstance(n, Repeat) else n.items
+            if not done:
+                stack.append((n, True))
+                stack.extend((c, False) for c in children if id(c) not in memo)
+                continue
+            if isinstance(n, Concat):
+                memo[id(n)] = any(memo[id(c)] for c in children)
+            elif isinstance(n, Alt):
+                memo[id(n)] = all(memo[id(c)] for c in children)
+            else:
+                memo[id(n)] = n.min > 0 and memo[id(n.item)]
+        elif isinstance(n, CharClass):
+            memo[id(n)] = not class_sequences(n.ranges)
+        elif isinstance(n, ByteClass):
+            memo[id(n)] = not n.ranges
+        elif isinstance(n, Automaton):
+            memo[id(n)] = _automaton_is_empty(n)
+        elif isinstance(n, (Empty, Literal)):
+            memo[id(n)] = False
+        else:
+            raise TypeError(f"not a regex IR node: {n!r}")
+    return memo[id(node)]
+
+
+@lru_cache(maxsize=64)
+def _automaton_is_empty(node: Automaton) -> bool:
+    """Whether no accepting state is reachable (nodes built by hand need not be trimmed)."""
+    accepting = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
+    if not accepting.any():
+        return True
+    src, _, _, dst = automaton_runs(node)
+    order = np.argsort(src, kind="stable")
+    s_src, s_dst = src[order], dst[order]
+    bounds = np.searchsorted(s_src, np.arange(node.num_states + 1))
+    seen = np.zeros(node.num_states, dtype=bool)
+    seen[node.start] = True
+    frontier = np.array([node.start], dtype=np.int64)
+    while len(frontier):
+        if accepting[frontier].any():
+            return False
+        lo, hi = bounds[frontier], bounds[frontier + 1]
+        lengths = hi - lo
+        idx = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        nxt = np.unique(s_dst[idx])
+        nxt = nxt[~seen[nxt]]
+        seen[nxt] = True
+        frontier = nxt
+    return True
+
+
+#: Alias of :func:`is_empty_ir`.
+is_empty = is_empty_ir
+
+
+def _to_dfa(node: Node, limits: Limits) -> ByteDFA:
+    if isinstance(node, Automaton):
+        return _raw_dfa(node)  # the product trims and minimises anyway
+    return ir_to_dfa(node, limits)
+
+
+def _ir_op(x: Node, y: Node, subtract: bool, limits: Limits | None, what: str) -> Node:
+    limits = limits or Limits()
+    _require_regular(x, what)
+    _require_regular(y, what)
+    if is_empty_ir(x):
+        return NOTHING
+    if is_empty_ir(y):
+        return x if subtract else NOTHING
+    res = _product(_to_dfa(x, limits), _to_dfa(y, limits), subtract, limits)
+    return NOTHING if res is None else dfa_to_ir(res)
+
+
+def ir_intersect(x: Node, y: Node, limits: Limits | None = None) -> Node:
+    """An IR node matching the strings that both ``x`` and ``y`` match.
+
+    Parameters
+    ----------
+    x, y
+        Regex IR nodes without rule references (they may be or contain
+        :class:`~tokensieve.grammar.ir.Automaton` nodes).
+    limits
+        The automaton limits apply to building each operand and the product.
+
+    Returns
+    -------
+    Node
+        An :class:`~tokensieve.grammar.ir.Automaton`, or
+        :data:`~tokensieve.grammar.ir.NOTHING` when no string matches both
+        (test with :func:`~tokensieve.grammar.ir.is_nothing`).
+
+    Raises
+    ------
+    GrammarError
+        When an operand references a rule.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    return _ir_op(x, y, False, limits, "intersection")
+
+
+def ir_difference(x: Node, y: Node, limits: Limits | None = None) -> Node:
+    """An IR node matching the strings that ``x`` matches and ``y`` does not.
+
+    Parameters
+    ----------
+    x, y
+        Regex IR nodes without rule references.
+    limits
+        As for :func:`ir_intersect`.
+
+    Returns
+    -------
+    Node
+        An :class:`~tokensieve.grammar.ir.Automaton`, ``x`` itself when ``y``
+        matches nothing, or :data:`~tokensieve.grammar.ir.NOTHING` when
+        every string of ``x`` matches ``y``.
+
+    Raises
+    ------
+    GrammarError
+        When an operand references a rule.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    return _ir_op(x, y, True, limits, "difference")
+
+
+def ir_complement(x: Node, alphabet: Node | None = None, limits: Limits | None = None) -> Node:
+    """An IR node matching the strings of ``alphabet`` that ``x`` does not match.
+
+    Parameters
+    ----------
+    x
+        A regex IR node without rule references.
+    alphabet
+        The universe; ``None`` means every byte string (see :func:`complement`;
+        for text pass ``ir.star(ir.char_class([(0, ir.MAX_CODE_POINT)]))``).
+    limits
+        As for :func:`ir_intersect`.
+
+    Returns
+    -------
+    Node
+        As for :func:`ir_difference`.
+    """
+    if alphabet is None:
+        alphabet = dfa_to_ir(_all_bytes())
+    return _ir_op(alphabet, x, True, limits, "complement")
