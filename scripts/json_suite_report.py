@@ -42,12 +42,12 @@ The [JSON-Schema-Test-Suite](https://github.com/json-schema-org/JSON-Schema-Test
 - each test group's schema is compiled once with `strict=True` and `property_order="any"`
   (the suite lists keys in any order); a `SchemaError` or `LimitExceeded` marks the group
   *not compiled*, so every keyword we do not enforce shows up here rather than passing silently;
-- each instance is written two ways, `json.dumps(instance, ensure_ascii=False)` and the same
-  with `indent=2` (non-ASCII characters as UTF-8, as a model writes them), encoded by
-  SmolLM2's own tokenizer, and fed token by token to a `GrammarMatcher`; the text is
-  *accepted* when every token is accepted and the stop token is then allowed and terminates
-  the matcher;
-- a valid instance passes when both texts are accepted, an invalid one when both are
+- each instance is written as `json.dumps(instance)` and `json.dumps(instance, indent=2)`
+  (non-ASCII characters as `\\uXXXX` escapes) and, when it holds non-ASCII characters, also
+  with `ensure_ascii=False` (UTF-8, as a model usually writes them); each text is encoded by
+  SmolLM2's own tokenizer and fed token by token to a `GrammarMatcher`; it is *accepted*
+  when every token is accepted and the stop token is then allowed and terminates the matcher;
+- a valid instance passes when every text is accepted, an invalid one when every text is
   rejected. *Valid rejected* is a completeness gap; *invalid accepted* is unsound output
   and is the number that matters most;
 - before every token the next-token mask is filled and must agree with `accept_token`.

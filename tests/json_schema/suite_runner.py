@@ -11,9 +11,10 @@ Every test group's schema is compiled once with ``strict=True`` and
 group *not compiled*; any other exception is a *compile crash* (also not
 compiled, and reported as such, because bad input must get a typed error).
 
-Each instance is written two ways, ``json.dumps(instance, ensure_ascii=False)``
-and the same with ``indent=2``. Non-ASCII characters are written as UTF-8,
-the way a model writes them, rather than as ``\\uXXXX`` escapes. Each text is
+Each instance is written two ways, ``json.dumps(instance)`` and
+``json.dumps(instance, indent=2)`` (both escape non-ASCII characters as
+``\\uXXXX``), and, when it holds non-ASCII characters, a third way with
+``ensure_ascii=False`` (UTF-8, the way a model usually writes them). Each text is
 encoded by the vocabulary's own tokenizer (no special tokens) and fed token
 by token to a fresh :class:`~tokensieve.GrammarMatcher`. The text is
 *accepted* when every token is accepted and, after the last one, the stop token
@@ -22,8 +23,8 @@ is set in the mask, is accepted, and terminates the matcher. Before each
 (a token is in the mask exactly when it is accepted); any disagreement is a
 *mask mismatch* and fails the test.
 
-A valid instance passes when both texts are accepted; an invalid one when both
-are rejected. The classes recorded per test are ``valid-accepted`` and
+A valid instance passes when every text is accepted; an invalid one when every
+text is rejected. The classes recorded per test are ``valid-accepted`` and
 ``invalid-rejected`` (passing), ``valid-rejected`` (incomplete),
 ``invalid-accepted`` (unsound), ``not-compiled``, ``untokenizable`` (the
 tokenizer's tokens do not spell the text back) and ``crash`` (an exception
@@ -263,9 +264,13 @@ class _Encoder:
 
 
 def _texts(instance: Any) -> list[str]:
-    compact = json.dumps(instance, ensure_ascii=False)
-    pretty = json.dumps(instance, ensure_ascii=False, indent=2)
-    return [compact] if pretty == compact else [compact, pretty]
+    """The serialisations an instance is tried in (duplicates dropped)."""
+    forms = [
+        json.dumps(instance),
+        json.dumps(instance, indent=2),
+        json.dumps(instance, ensure_ascii=False),
+    ]
+    return list(dict.fromkeys(forms))
 
 
 def _bit(mask_row: np.ndarray, token: int) -> bool:
@@ -332,9 +337,10 @@ def _run_group(
             continue
         accepted: list[bool] = []
         reasons: list[str] = []
-        for text in _texts(instance):
+        forms = _texts(instance)
+        for k, text in enumerate(forms):
             ids = encoder.ids(text)
-            label = "indented" if "\n" in text else "compact"
+            label = "UTF-8" if k and not text.isascii() else ("compact", "indented")[min(k, 1)]
             if ids is None:
                 tr.cls = "untokenizable"
                 tr.detail = f"{label} text {text!r} does not round-trip through the tokenizer"
@@ -552,7 +558,8 @@ def failure_report(result: SuiteResult) -> str:
         "",
         f"Generated {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} in {result.seconds:.1f} s.",
         "Runner: `python scripts/json_suite_report.py --failures PATH` "
-        "(strict=True, property_order='any'; instances as json.dumps compact and indent=2, "
+        "(strict=True, property_order='any'; instances as json.dumps compact, indent=2 and, if non-ASCII, "
+        "ensure_ascii=False; "
         "UTF-8, SmolLM2 tokenization, stop token required at the end).",
         "",
         f"Keyword files: {total.passed}/{total.tests} pass; valid rejected {total.counts['valid-rejected']}, "
