@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the per-file counts as JSON to this file")
     parser.add_argument("--files", nargs="*", help="only these suite files (e.g. type.json format/date.json)")
     parser.add_argument("--no-format", action="store_true", help="skip optional/format")
+    parser.add_argument(
+        "--group-timeout", type=float, default=60.0, help="seconds per schema before it counts as a crash"
+    )
     parser.add_argument("--no-mask-check", action="store_true", help="do not compare masks with accept_token")
     args = parser.parse_args(argv)
     if args.files and (args.write_docs or args.update_ratchet):
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         include_format=not args.no_format,
         files=args.files,
         check_masks=not args.no_mask_check,
+        group_timeout=args.group_timeout or None,
     )
     tables = sr.markdown_tables(result)
     print(tables)

@@ -366,6 +366,36 @@ def _run_group(
     return res
 
 
+class _GroupTimeout(BaseException):
+    pass
+
+
+def _run_group_timed(seconds: float, args: tuple[Any, ...]) -> GroupResult:
+    import signal
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise _GroupTimeout
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return _run_group(*args)
+    except _GroupTimeout:
+        name, index, group = args[5], args[6], args[7]
+        res = GroupResult(name, index, str(group.get("description", "")), group["schema"], compiled=False)
+        res.crashed = True
+        res.error = f"timeout: compile and match took more than {seconds:g} s"
+        res.compile_seconds = seconds
+        res.tests = [
+            TestResult(str(t.get("description", "")), t["data"], bool(t["valid"]), "crash", res.error)
+            for t in group["tests"]
+        ]
+        return res
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_suite(
     info: TokenizerInfo,
     tokenizer: Any,
@@ -376,6 +406,7 @@ def run_suite(
     files: Iterable[str] | None = None,
     check_masks: bool = True,
     compiler: GrammarCompiler | None = None,
+    group_timeout: float | None = None,
 ) -> SuiteResult:
     """Run every group of the suite and classify every test.
 
@@ -398,6 +429,10 @@ def run_suite(
         Fill the mask before every token and compare it with ``accept_token``.
     compiler
         The compiler to use (default: a new one for ``info`` with its cache off).
+    group_timeout
+        Seconds allowed per group (compile and all its tests) before the group
+        is recorded as a crash; uses ``SIGALRM``, so only from the main thread
+        of a POSIX process. ``None``: no limit.
     """
     t0 = time.perf_counter()
     directory = directory or suite_dir()
@@ -417,9 +452,8 @@ def run_suite(
     groups: list[GroupResult] = []
     for name, file_groups in suites:
         for i, group in enumerate(file_groups):
-            groups.append(
-                _run_group(compiler, compile_fn, encoder, eos, bitmask, name, i, group, check_masks)
-            )
+            args = (compiler, compile_fn, encoder, eos, bitmask, name, i, group, check_masks)
+            groups.append(_run_group(*args) if not group_timeout else _run_group_timed(group_timeout, args))
     return SuiteResult(groups, time.perf_counter() - t0, type(tokenizer).__name__)
 
 
@@ -572,14 +606,16 @@ def failure_report(result: SuiteResult) -> str:
     unsound = [(g, t) for g in result.groups for t in g.tests if t.cls == "invalid-accepted"]
     if unsound:
         out += ["## Unsound (invalid accepted), all files", ""]
-        for g, t in unsound:
+        for g, t in unsound[:80]:
             out.append(
                 f"- `{g.file}` #{g.index} {g.description}: `{_short(g.schema, 160)}` accepts `{_short(t.instance, 120)}` ({t.description})"
             )
+        if len(unsound) > 80:
+            out.append(f"- ... and {len(unsound) - 80} more (see the files below)")
         out.append("")
     crashes = [g for g in result.groups if g.crashed]
     if crashes:
-        out += ["## Untyped exceptions at compile time", ""]
+        out += ["## Untyped exceptions and timeouts", ""]
         for g in crashes:
             out.append(f"- `{g.file}` #{g.index} {g.description}: `{_short(g.schema, 160)}` -> {g.error}")
         out.append("")
