@@ -200,3 +200,36 @@ def test_bad_arguments():
         constrained_beam_search(model, index, batch_size=1, beam_width=2, backend="jax")
     with pytest.raises(CatalogError, match="shape"):
         constrained_beam_search(lambda p, s: np.zeros((2, 3)), index, batch_size=1, beam_width=2)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(catalogs(), st.booleans())
+def test_logits_without_the_end_column_make_ending_free(cat, backend_torch):
+    """A model with ``vocab_size`` columns: the end token costs nothing, items score their own tokens."""
+    items, vocab, dense = cat
+    items = items + [items[0] + (0,)]  # lengths vary, so the end token is the extra column
+    index = StaticIndex.from_sequences(
+        [list(s) for s in items], vocab, dense_depth=dense[0], dense_budget=dense[1]
+    )
+    assert index.eos_token == vocab and index.num_columns == vocab + 1
+    beam = len(set(items)) + 1
+
+    def step(prefix_tokens, step):
+        rows = prefix_tokens.shape[0]
+        out = np.empty((rows, vocab))
+        for r in range(rows):
+            prefix = tuple(t for t in np.asarray(prefix_tokens[r]).tolist() if t != vocab)
+            out[r] = prefix_logits(prefix, r // beam, vocab)
+        return out
+
+    kwargs = {"backend": "torch"} if backend_torch else {}
+    if backend_torch:
+        pytest.importorskip("torch")
+    res = constrained_beam_search(step, index, batch_size=2, beam_width=beam, **kwargs)
+    for q in range(2):
+        expect = {
+            s: sum(log_softmax(prefix_logits(s[:k], q, vocab))[s[k]] for k in range(len(s))) for s in set(items)
+        }
+        assert sorted(res.sequences[q]) == sorted(expect)
+        for s, score in zip(res.sequences[q], res.scores[q].tolist(), strict=True):
+            assert score == pytest.approx(expect[s], rel=1e-9, abs=1e-9)

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tokensieve.bitmask import bitmask_to_bool
-from tokensieve.retrieval import StaticIndex
+from tokensieve.retrieval import CatalogError, StaticIndex
 
 
 @st.composite
@@ -101,6 +102,12 @@ def walk_all(index, items, allowed=None, item_filter=None):
         keep[:, : index.num_columns] = got
         assert np.array_equal(np.isfinite(masked), keep)
         assert np.array_equal(masked[keep], logits[keep])
+        if eos is not None and eos == index.vocab_size:
+            # logits without the end column: the same mask on the first V columns
+            narrow = logits[:, : index.vocab_size].copy()
+            index.apply_mask_(narrow, nodes, level, item_filter=item_filter)
+            assert np.array_equal(np.isfinite(narrow), keep[:, : index.vocab_size])
+            assert np.array_equal(narrow[np.isfinite(narrow)], logits[:, : index.vocab_size][keep[:, : index.vocab_size]])
         # follow every token of the unfiltered catalog
         rows, toks = np.nonzero(bitmask_to_bool(index.fill_bitmask(nodes, level, bitmask), index.num_columns))
         nxt = index.next_nodes(nodes[rows], toks, level)
@@ -203,3 +210,30 @@ def test_large_vocab_uses_int32_tokens():
     index = StaticIndex.from_sequences(seqs, 70_000, dense_depth=1)
     assert index.edge_token.dtype == np.int32
     walk_all(index, [tuple(r) for r in seqs.tolist()])
+
+
+def test_unary_levels_take_the_direct_path():
+    """Levels where every node has exactly one child skip the CSR slice; masks still match."""
+    rng = np.random.default_rng(3)
+    heads = rng.integers(0, 40, (30, 2))
+    tails = rng.integers(0, 40, (30, 3))
+    items = [tuple(h) + tuple(t) for h, t in zip(heads.tolist(), tails.tolist(), strict=True)]
+    index = StaticIndex.from_sequences([list(s) for s in items], 40, dense_depth=1, dense_budget=0.0)
+    unary = [lv for lv in range(index.num_levels) if index._unary_offset[lv] is not None]
+    assert unary and unary[-1] == index.num_levels - 1
+    walk_all(index, items)
+    allowed = rng.random(len(items)) < 0.5
+    walk_all(index, items, allowed=allowed, item_filter=index.make_filter(allowed))
+    # a non-contiguous bitmask takes the copy path
+    nodes = np.zeros(len(items), dtype=np.int64)
+    for lv in range(index.num_levels - 1):
+        nodes = index.next_nodes(nodes, np.array([s[lv] for s in items]), lv)
+    lv = index.num_levels - 1
+    wide = np.zeros((len(items), 2 * index.bitmask_words), dtype=np.int32)
+    index.fill_bitmask(nodes, lv, wide[:, ::2])
+    got = bitmask_to_bool(np.ascontiguousarray(wide[:, ::2]), index.num_columns)
+    assert [np.flatnonzero(r).tolist() for r in got] == [[s[-1]] for s in items]
+    # a token that is not the only child is refused
+    bad = np.array([(s[-1] + 1) % 40 for s in items])
+    with pytest.raises(CatalogError, match="not allowed"):
+        index.next_nodes(nodes, bad, lv)

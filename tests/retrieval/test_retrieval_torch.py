@@ -50,6 +50,12 @@ def test_torch_steps_equal_numpy_steps(case):
         b = torch.from_numpy(logits.copy())
         index.apply_mask_(b, tn, level, item_filter=filt)
         assert np.array_equal(a, b.numpy())
+        if index.eos_token == vocab:  # logits without the end column
+            a = logits[:, :vocab].copy()
+            index.apply_mask_(a, nodes, level, item_filter=filt)
+            b = torch.from_numpy(logits[:, :vocab].copy())
+            index.apply_mask_(b, tn, level, item_filter=filt)
+            assert np.array_equal(a, b.numpy())
         full = index.fill_bitmask(nodes, level, np.zeros((len(nodes), index.bitmask_words), np.int32))
         rows, toks = np.nonzero(bitmask_to_bool(full, index.num_columns))
         expect = index.next_nodes(nodes[rows], toks, level)

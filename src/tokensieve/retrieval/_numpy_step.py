@@ -160,6 +160,9 @@ def fill_bitmask(
             bitmask[:, ix._words :] = 0
         return Gathered(nodes, level, local, None, None)
     plan = ix._plan(rows, level)
+    off = ix._unary_offset[level]
+    if off is not None:
+        return _fill_unary(ix, nodes, level, bitmask, filt, plan, off)
     start, idx, tok, inside = plan.gather(nodes)
     valid = inside if filt is None else inside & _alive(ix, idx, filt)
     bits = plan.bit_value.take(tok)
@@ -176,6 +179,34 @@ def fill_bitmask(
     return Gathered(nodes, level, start, tok, inside)
 
 
+def _fill_unary(
+    ix: StaticIndex,
+    nodes: np.ndarray,
+    level: int,
+    bitmask: np.ndarray,
+    filt: ItemFilter | None,
+    plan: SparsePlan,
+    off: np.ndarray,
+) -> Gathered:
+    """:func:`fill_bitmask` on a unary level: node ``n``'s only edge is ``n + off``."""
+    rows, words = bitmask.shape
+    idx = nodes + off
+    tok = ix.edge_token.take(idx)
+    bits = plan.bit_value.take(tok)
+    if filt is not None:
+        bits *= _alive(ix, idx, filt)
+    flat = tok >> _FIVE
+    flat += plan.offsets(words)
+    if bitmask.flags.c_contiguous:
+        bitmask.fill(0)
+        bitmask.view(np.uint32).put(flat, bits)  # one bit per row: no accumulation needed
+    else:
+        tmp = np.zeros(rows * words, dtype=np.uint32)
+        tmp.put(flat, bits)
+        bitmask[...] = tmp.view(np.int32).reshape(rows, words)
+    return Gathered(nodes, level, idx, tok, None)
+
+
 def allowed_bool(ix: StaticIndex, nodes: np.ndarray, level: int, filt: ItemFilter | None) -> np.ndarray:
     """Boolean ``(rows, num_columns)`` matrix of the allowed tokens."""
     bitmask = np.empty((len(nodes), ix._words), dtype=np.int32)
@@ -189,12 +220,18 @@ def apply_mask(
 ) -> None:
     """Set disallowed logits to ``-inf`` in place."""
     ncols = ix._num_columns
+    cols = logits.shape[1]
     if level < ix._dense_depth:
         allowed = allowed_bool(ix, nodes, level, filt)
-        np.copyto(logits[:, :ncols], _NEG_INF, where=~allowed)
+        if cols < ncols:  # the end column is omitted
+            allowed = allowed[:, :cols]
+        np.copyto(logits[:, : allowed.shape[1]], _NEG_INF, where=~allowed)
         logits[:, ncols:] = _NEG_INF
         return
     _, _, tok, valid = candidates(ix, nodes, level, filt)
+    if cols < ncols:  # the end column (the largest token) is omitted: never a target
+        valid &= tok < cols
+        tok = np.minimum(tok, cols - 1)
     rows = ix._row_index(len(nodes))
     keep = logits[rows, tok]
     keep[~valid] = _NEG_INF
@@ -279,6 +316,14 @@ def next_nodes(
         local = None if gathered is None else gathered.start
         nxt, present = _follow_dense(ix, nodes, tokens, level, local)
         ok = np.count_nonzero(present) == rows
+    elif ix._unary_offset[level] is not None:
+        if gathered is not None and gathered.tok is not None:
+            idx, tok = gathered.start, gathered.tok
+        else:
+            idx = nodes + ix._unary_offset[level]
+            tok = ix.edge_token.take(idx)
+        ok = np.count_nonzero(tok == tokens) == rows
+        nxt = idx + _ONE
     else:
         start, hit = _sparse_hits(ix, nodes, tokens, level, gathered)
         ok = np.count_nonzero(hit) == rows

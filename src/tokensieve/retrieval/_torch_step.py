@@ -168,19 +168,25 @@ def apply_mask(
         nodes = _check_nodes(ix, nodes, level)
         if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or not logits.is_floating_point():
             raise CatalogError("logits must be a 2-D float tensor when nodes is a tensor")
-        if logits.shape[0] != nodes.shape[0] or logits.shape[1] < ix.num_columns:
+        if logits.shape[0] != nodes.shape[0] or logits.shape[1] < ix._min_logit_columns:
             raise CatalogError(
                 f"logits has shape {tuple(logits.shape)}; need ({nodes.shape[0]}, >= num_columns={ix.num_columns})"
             )
         if logits.device != nodes.device:
             raise CatalogError(f"logits is on {logits.device} but nodes on {nodes.device}")
     ncols = ix.num_columns
+    cols = logits.shape[1]
     if level < ix._dense_depth:
         allowed = allowed_bool(ix, nodes, level, filt)
-        logits[:, :ncols].masked_fill_(~allowed, float("-inf"))
+        if cols < ncols:  # the end column is omitted
+            allowed = allowed[:, :cols]
+        logits[:, : allowed.shape[1]].masked_fill_(~allowed, float("-inf"))
         logits[:, ncols:] = float("-inf")
         return
     _, _, tok, valid = candidates(ix, nodes, level, filt)
+    if cols < ncols:  # the end column (the largest token) is omitted: never a target
+        valid &= tok < cols
+        tok = tok.clamp(max=cols - 1)
     keep = logits.gather(1, tok).masked_fill(~valid, float("-inf"))
     tok = torch.where(valid, tok, tok[:, :1])
     keep = torch.where(valid, keep, keep[:, :1])

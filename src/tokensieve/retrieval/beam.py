@@ -110,6 +110,9 @@ class _NumpyOps:
     def cat_col(self, hist: np.ndarray, col: np.ndarray) -> np.ndarray:
         return np.concatenate([hist, col[:, None]], axis=1)
 
+    def append_float_col(self, x: np.ndarray, col: np.ndarray) -> np.ndarray:
+        return np.concatenate([x.astype(np.float64, copy=False), col[:, None].astype(np.float64)], axis=1)
+
     def numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
@@ -168,6 +171,9 @@ class _TorchOps:
     def cat_col(self, hist: Any, col: Any) -> Any:
         return self.torch.cat([hist, col[:, None]], dim=1)
 
+    def append_float_col(self, x: Any, col: Any) -> Any:
+        return self.torch.cat([x.double(), col[:, None].double()], dim=1)
+
     def numpy(self, x: Any) -> np.ndarray:
         return x.detach().cpu().numpy()
 
@@ -197,7 +203,9 @@ def constrained_beam_search(
         ``step_logits_fn(prefix_tokens, step)`` gets the ``(batch_size *
         beam_width, step)`` int64 tokens chosen so far (row ``q * beam_width +
         b`` is beam ``b`` of query ``q``; numpy, or torch on ``device``) and
-        returns ``(rows, C)`` logits with ``C >= index.num_columns``. Rows that
+        returns ``(rows, C)`` logits with ``C >= index.num_columns``, or
+        ``C == index.vocab_size`` when the end token is the extra column
+        ``vocab_size`` (then ending an item is free: log-probability 0). Rows that
         already ended carry ``index.eos_token`` after their item; dead rows
         (no continuation left) carry token 0; their logits are ignored.
     index
@@ -265,7 +273,7 @@ class _Search:
 
     def _check_logits(self, logits: Any) -> None:
         shape = tuple(logits.shape)
-        if len(shape) != 2 or shape[0] != self.rows or shape[1] < self.ix.num_columns:
+        if len(shape) != 2 or shape[0] != self.rows or shape[1] < self.ix._min_logit_columns:
             raise CatalogError(
                 f"step_logits_fn returned shape {shape}; need ({self.rows}, >= num_columns={self.ix.num_columns})"
             )
@@ -290,6 +298,10 @@ class _Search:
         ix, ops = self.ix, self.ops
         self._check_logits(logits)
         logits, lse = self._normalised(logits)
+        if logits.shape[1] < ix.num_columns:
+            # No end column (``vocab_size`` columns): ending costs nothing, so
+            # the end token's logit is the normaliser (log-probability 0).
+            logits = ops.append_float_col(logits, lse)
         base = (self.scores - lse)[:, None]  # score + log-softmax = score - lse + logit
         end = ix.end_node
         at_end = None if end is None else self.nodes == end

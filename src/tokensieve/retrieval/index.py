@@ -106,6 +106,8 @@ class StaticIndex:
         self._dense_depth = min(int(dense_depth), self._num_levels, len(self._dense_mask))
         self._num_columns = self._vocab_size + 1 if self._eos == self._vocab_size else self._vocab_size
         self._words = (self._num_columns + 31) // 32
+        # Logits may omit the extra end column (``vocab_size`` columns only).
+        self._min_logit_columns = self._vocab_size
         self._words_0d = np.array(self._words, dtype=np.int64)
         num_real = int(self.level_start[-1])
         self._end = num_real if self._eos is not None else None
@@ -132,6 +134,20 @@ class StaticIndex:
         self._root_child = np.zeros(self._num_columns, dtype=np.int64)
         root_tokens = self.edge_token[: int(self.row_ptr[1])].astype(np.int64)
         self._root_child[root_tokens] = np.arange(1, root_tokens.size + 1)
+        # Unary levels (sparse, every node has exactly one child, no END node):
+        # node n's only edge is n + offset, so no CSR slice needs gathering.
+        # (With one child per node, the level's edges are row_ptr[lo] .. row_ptr[lo] + count.)
+        self._unary_offset: list[np.ndarray | None] = []
+        for d in range(self._num_levels):
+            lo, hi = self._level_start[d], self._level_start[d + 1]
+            unary = (
+                self._end is None
+                and d >= self._dense_depth
+                and self._level_width[d] == 1
+                and hi > lo
+                and int(self.row_ptr[hi]) - int(self.row_ptr[lo]) == hi - lo
+            )
+            self._unary_offset.append(np.array(int(self.row_ptr[lo]) - lo, dtype=np.int64) if unary else None)
         self._plans: dict[tuple[int, int], nps.SparsePlan] = {}
         self._row_indices: dict[int, np.ndarray] = {}
         self._ranges: np.ndarray | None = None
@@ -447,7 +463,10 @@ class StaticIndex:
         ----------
         logits
             ``(rows, C)`` float array or tensor with ``C >= num_columns``;
-            columns ``>= num_columns`` are always masked.
+            columns ``>= num_columns`` are always masked. When the end token
+            is the extra column ``vocab_size``, ``C == vocab_size`` is
+            accepted too: the end column is then simply absent (rows whose
+            only continuation is the end token get no finite logit).
         nodes
             ``(rows,)`` node ids at depth ``level``.
         level
@@ -728,9 +747,10 @@ class StaticIndex:
             or not np.issubdtype(logits.dtype, np.floating)
         ):
             raise CatalogError("logits must be a 2-D float numpy array when nodes is a numpy array")
-        if logits.shape[0] != rows or logits.shape[1] < self._num_columns:
+        if logits.shape[0] != rows or logits.shape[1] < self._min_logit_columns:
             raise CatalogError(
                 f"logits has shape {logits.shape}; need ({rows}, >= num_columns={self._num_columns})"
+                + ("" if self._min_logit_columns == self._num_columns else f" or ({rows}, {self._vocab_size})")
             )
 
     def _raise_not_child(self, nodes: Any, tokens: Any, level: int, found: Any) -> None:
