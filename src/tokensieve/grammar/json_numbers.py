@@ -25,9 +25,15 @@ import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ..errors import LimitExceeded
 from ..limits import Limits
+
+if TYPE_CHECKING:
+    from ..automata.dfa import ByteDFA
 from .ir import (
     EMPTY,
     NOTHING,
@@ -388,12 +394,15 @@ def json_integer(
     multiple_of
         A positive number: the value must be an integer multiple of it. For an
         integer value and ``multiple_of = p/q`` in lowest terms this is
-        divisibility by ``p``.
+        divisibility by ``p``, enforced exactly by a remainder automaton
+        (intersected with the range) when ``p`` is below
+        ``limits.max_dfa_states``; few multiples in a bounded range are listed.
     integral_fractions
         Also accept integer values written with a zero fraction (``1.0``,
         ``-3.00``), which JSON Schema counts as integers.
     limits
-        ``max_repetition`` bounds the number of digits of a bound.
+        ``max_repetition`` bounds the number of digits of a bound;
+        ``max_dfa_states`` the remainder automaton of ``multiple_of``.
 
     Returns
     -------
@@ -407,8 +416,8 @@ def json_integer(
     ValueError
         For a NaN bound or a ``multiple_of`` that is not positive.
     NotImplementedError
-        For a ``multiple_of`` that needs a remainder automaton the IR cannot
-        hold yet.
+        For a ``multiple_of`` whose remainder automaton would exceed
+        ``limits.max_dfa_states`` (the caller reports it as not enforced).
     LimitExceeded
         For a bound with more digits than ``limits.max_repetition``.
     """
@@ -422,10 +431,12 @@ def json_integer(
         k = _multiple_of(multiple_of).numerator
     if k == 1:
         return _integer_texts(lo, hi, fraction=integral_fractions)
-    return _integer_multiples(lo, hi, k, fraction=integral_fractions)
+    return _integer_multiples(lo, hi, k, fraction=integral_fractions, limits=limits)
 
 
-def _integer_multiples(lo: int | None, hi: int | None, k: int, *, fraction: bool) -> Node:
+def _integer_multiples(
+    lo: int | None, hi: int | None, k: int, *, fraction: bool, limits: Limits | None
+) -> Node:
     if lo is not None:
         lo = -((-lo) // k) * k  # round up to a multiple
     if hi is not None:
@@ -441,27 +452,74 @@ def _integer_multiples(lo: int | None, hi: int | None, k: int, *, fraction: bool
                 texts.append(literal("-0"))
         body = alt(*texts)
         return concat(body, optional(concat(_DOT, plus(_ZERO)))) if fraction else body
-    twos, fives, rest = _split_2_5(k)
-    if rest != 1:
-        raise NotImplementedError(f"multiple_of {k} needs a remainder automaton")
-    # k = 2^a 5^b: divisibility depends on the last m digits only
-    m = max(twos, fives)
-    return _suffix_multiples(lo, hi, k, m, fraction=fraction)
+    base = _integer_texts(lo, hi, fraction=fraction)
+    return _intersect_multiples(base, k, 0, limits)
 
 
-def _split_2_5(k: int) -> tuple[int, int, int]:
-    a = b = 0
-    while k % 2 == 0:
-        k //= 2
-        a += 1
-    while k % 5 == 0:
-        k //= 5
-        b += 1
-    return a, b, k
+def _multiples_dfa(p: int, j: int) -> ByteDFA:
+    """Number texts ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?`` whose value is a multiple of ``p / 10**j``.
+
+    The value times ``10**j`` must be an integer divisible by ``p``: the states
+    follow the remainder modulo ``p`` of the digits read so far, and in the
+    fraction also how many digits were read (up to ``j``; later digits must be 0).
+    """
+    from ..automata.dfa import ByteDFA
+
+    digits = np.arange(10, dtype=np.int64)
+    residues = np.arange(p, dtype=np.int64)
+    start, minus, zero = 0, 1, 2
+    int_base = 3  # int_base + r: integer part read, remainder r
+    frac_base = int_base + p  # frac_base + i * p + r: "." and i fraction digits read, remainder r
+    tail = frac_base + (j + 1) * p  # more than j fraction digits, all of them zeros past the j-th
+    num_states = tail + 1
+    src: list[np.ndarray] = []
+    byt: list[np.ndarray] = []
+    dst: list[np.ndarray] = []
+
+    def add(s: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+        src.append(np.asarray(s, dtype=np.int64).ravel())
+        byt.append(np.asarray(b, dtype=np.int64).ravel())
+        dst.append(np.asarray(t, dtype=np.int64).ravel())
+
+    for first in (start, minus):
+        if first == start:
+            add(np.array([start]), np.array([0x2D]), np.array([minus]))
+        add(np.array([first]), np.array([0x30]), np.array([zero]))
+        add(np.full(9, first), 0x30 + digits[1:], int_base + digits[1:] % p)
+    # integer part: r -> (10 r + d) mod p; "." keeps r
+    grid_r, grid_d = np.meshgrid(residues, digits, indexing="ij")
+    add(int_base + grid_r, 0x30 + grid_d, int_base + (10 * grid_r + grid_d) % p)
+    add(int_base + residues, np.full(p, 0x2E), frac_base + residues)
+    add(np.array([zero]), np.array([0x2E]), np.array([frac_base]))
+    # fraction digits 1..j: remainder updated; beyond j only zeros, and only with remainder 0
+    for i in range(j):
+        add(frac_base + i * p + grid_r, 0x30 + grid_d, frac_base + (i + 1) * p + (10 * grid_r + grid_d) % p)
+    add(np.array([frac_base + j * p, tail]), np.array([0x30, 0x30]), np.array([tail, tail]))
+    e_src = np.concatenate(src)
+    e_byte = np.concatenate(byt)
+    e_dst = np.concatenate(dst)
+    order = np.lexsort((e_byte, e_src))
+    accepting = np.zeros(num_states, dtype=bool)
+    accepting[zero] = True
+    accepting[int_base + residues] = (residues * pow(10, j, p)) % p == 0
+    for i in range(1, j + 1):
+        accepting[frac_base + i * p + residues] = (residues * pow(10, j - i, p)) % p == 0
+    accepting[tail] = True
+    return ByteDFA.from_edges(num_states, (e_src[order], e_byte[order], e_dst[order]), accepting, start)
 
 
-def _suffix_multiples(lo: int | None, hi: int | None, k: int, m: int, *, fraction: bool) -> Node:
-    raise NotImplementedError(f"multiple_of {k} with a wide range is not supported yet")
+def _intersect_multiples(base: Node, p: int, j: int, limits: Limits | None) -> Node:
+    """``base`` restricted to values that are multiples of ``p / 10**j``."""
+    from ..automata.ops import dfa_to_ir, ir_intersect
+
+    limits = limits or Limits()
+    if is_nothing(base):
+        return NOTHING
+    if (p + 1) * (j + 2) > limits.max_dfa_states:
+        raise NotImplementedError(
+            f"a multiple_of step of {p}/10**{j} needs more than {limits.max_dfa_states} automaton states"
+        )
+    return ir_intersect(base, dfa_to_ir(_multiples_dfa(p, j)), limits)
 
 
 # ----------------------------------------------------------------- numbers
@@ -610,11 +668,16 @@ def json_number(
     minimum, maximum, exclusive_minimum, exclusive_maximum
         Bounds (``int``, ``float`` or ``Decimal``), as in :func:`json_integer`.
     multiple_of
-        A positive number. Enforced exactly when it is an integer (the value
-        must then be an integer multiple, see :func:`json_integer`) or a power
-        of ten ``10**-k`` (at most ``k`` non-zero decimals).
+        A positive number, read as an exact decimal (a ``float`` by its
+        shortest repr: ``0.01`` is one hundredth). Enforced exactly: an
+        integer step gives the integer multiples (see :func:`json_integer`),
+        ``10**-k`` allows at most ``k`` decimals (then zeros), any other step
+        ``p / 10**k`` a remainder automaton intersected with the range. A step
+        whose automaton would exceed ``limits.max_dfa_states`` states gives
+        ``None``.
     limits
-        ``max_repetition`` bounds the number of digits of a bound.
+        ``max_repetition`` bounds the number of digits of a bound;
+        ``max_dfa_states`` the remainder automaton of ``multiple_of``.
 
     Returns
     -------
@@ -635,6 +698,7 @@ def json_number(
     """
     lower, upper, empty = _combine(minimum, maximum, exclusive_minimum, exclusive_maximum)
     max_decimals: int | None = None
+    scaled: tuple[int, int] | None = None
     if multiple_of is not None:
         m = _multiple_of(multiple_of)
         if m.denominator == 1:
@@ -651,15 +715,43 @@ def json_number(
                 )
             except NotImplementedError:
                 return None
-        if m.numerator != 1 or not _is_power_of_ten(m.denominator):
-            return None
-        max_decimals = len(str(m.denominator)) - 1
+        scaled = _decimal_step(m)
+        if scaled[0] == 1:
+            max_decimals, scaled = scaled[1], None
     if empty:
         return NOTHING
-    if lower is None and upper is None and max_decimals is None:
+    if lower is None and upper is None and max_decimals is None and scaled is None:
         return JSON_NUMBER
     _check_size(lower, upper, limits)
-    return _signed_numbers(lower, upper, max_decimals)
+    body = _signed_numbers(lower, upper, max_decimals)
+    if scaled is None:
+        return body
+    try:
+        return _intersect_multiples(body, scaled[0], scaled[1], limits)
+    except NotImplementedError:
+        return None
+
+
+def _decimal_step(m: Fraction) -> tuple[int, int]:
+    """``(p, j)`` such that the decimals that are multiples of ``m`` are those of ``p / 10**j``.
+
+    Write ``m = a / (q c)`` in lowest terms with ``q = 2**x 5**y`` and ``c``
+    prime to 10. For a decimal ``v = V / 10**d``, ``v q c / a`` is an integer
+    iff ``a 10**d`` divides ``V q c``, iff (``c`` being prime to ``a 10**d``)
+    it divides ``V q``: the multiples of ``m`` among decimals are the
+    multiples of ``a / q = p / 10**j``.
+    """
+    q = m.denominator
+    x = y = 0
+    while q % 2 == 0:
+        q //= 2
+        x += 1
+    while q % 5 == 0:
+        q //= 5
+        y += 1
+    j = max(x, y)
+    p = m.numerator * (10**j // (2**x * 5**y))
+    return p, j
 
 
 def _is_power_of_ten(n: int) -> bool:
