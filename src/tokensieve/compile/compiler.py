@@ -176,6 +176,106 @@ class GrammarCompiler:
             ("grammar", key_text), lambda: compile_grammar_automaton(ir, self.limits), source
         )
 
+    def compile_json_schema(
+        self,
+        schema: Any,
+        *,
+        whitespace: Literal["flexible", "compact"] = "flexible",
+        indent: int | None = None,
+        max_whitespace: int = 32,
+        property_order: Literal["schema", "any"] = "schema",
+        strict: bool = True,
+    ) -> CompiledGrammar | CompiledPushdownGrammar:
+        """Compile a JSON Schema (draft 2020-12); the output is a valid instance, as JSON text.
+
+        Parameters
+        ----------
+        schema
+            A dict or bool, JSON text, a pydantic ``BaseModel`` subclass, or an
+            OpenAI ``response_format`` wrapper (``{"type": "json_schema",
+            "json_schema": {"name", "schema", "strict"}}`` or the inner form).
+        whitespace
+            ``"flexible"``: runs of at most ``max_whitespace`` JSON blanks
+            between tokens (none before or after the value); ``"compact"``: none.
+        indent
+            Exactly the layout of ``json.dumps(indent=indent)`` (overrides
+            ``whitespace``; recursive parts fall back to flexible, reported in
+            ``unenforced``).
+        max_whitespace
+            Longest whitespace run in flexible mode.
+        property_order
+            ``"schema"`` (properties in schema order) or ``"any"``.
+        strict
+            Raise :class:`~tokensieve.SchemaError` for keywords that are not
+            enforced exactly; when false they are listed in the result's
+            ``unenforced`` attribute (``"<pointer>: <keyword> <why>"``).
+
+        Returns
+        -------
+        CompiledGrammar or CompiledPushdownGrammar
+            One automaton for schemas without recursion or values of
+            unconstrained type; a pushdown grammar otherwise.
+
+        Raises
+        ------
+        SchemaError
+            Invalid, unsupported (strict) or unsatisfiable schemas, with the JSON
+            pointer of the keyword.
+        LimitExceeded
+            When a configured limit is exceeded.
+        """
+        from ..grammar.json_schema import canonical_key, schema_to_grammar
+
+        options = {
+            "whitespace": whitespace,
+            "indent": indent,
+            "max_whitespace": max_whitespace,
+            "property_order": property_order,
+            "strict": strict,
+        }
+        key_text = canonical_key(schema, options)
+        if len(key_text) > self.limits.max_pattern_length * 8:
+            from ..errors import LimitExceeded
+
+            raise LimitExceeded(
+                "max_pattern_length", self.limits.max_pattern_length * 8, f"a schema of {len(key_text)} characters"
+            )
+        found: dict[str, tuple[str, ...]] = {}
+
+        def build() -> Any:
+            from ..errors import SchemaError
+
+            grammar, unenforced = schema_to_grammar(schema, limits=self.limits, **options)  # type: ignore[arg-type]
+            found["unenforced"] = unenforced
+            try:
+                return compile_grammar_automaton(grammar, self.limits)
+            except GrammarError as exc:
+                raise SchemaError(f"the schema cannot be compiled: {exc.message}", "") from None
+
+        source = key_text if len(key_text) <= 200 else key_text[:197] + "..."
+        compiled = self._compile(("json_schema", key_text), build, source)
+        if "unenforced" in found:
+            compiled.unenforced = found["unenforced"]
+        return compiled
+
+    def compile_builtin_json_grammar(
+        self,
+        *,
+        whitespace: Literal["flexible", "compact"] = "flexible",
+        indent: int | None = None,
+        max_whitespace: int = 32,
+    ) -> CompiledGrammar | CompiledPushdownGrammar:
+        """Compile the grammar of any JSON value (the schema ``{}``).
+
+        Parameters
+        ----------
+        whitespace, indent, max_whitespace
+            As for :meth:`compile_json_schema`.
+        """
+        return self.compile_json_schema(
+            {}, whitespace=whitespace, indent=indent, max_whitespace=max_whitespace, strict=False
+        )
+
     def clear_cache(self) -> None:
         """Forget every cached compiled grammar."""
         with self._lock:

@@ -1,0 +1,308 @@
+"""JSON tokens in the IR: whitespace layouts, strings, numbers and literal values.
+
+The string, number and format languages come from :mod:`tokensieve.grammar.json_strings`,
+:mod:`tokensieve.grammar.json_numbers` and :mod:`tokensieve.grammar.json_formats`
+when they are present; the fallbacks here are sound (they never admit text that
+is not a JSON value of the right kind) but admit fewer spellings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import (
+    EMPTY,
+    NOTHING,
+    Node,
+    byte_class,
+    char_class,
+    concat,
+    is_nothing,
+    literal,
+    optional,
+    plus,
+    repeat,
+    star,
+)
+from ..ir import alt as _alt
+
+try:  # pragma: no cover - depends on which modules are present
+    from .. import json_strings as _strings
+except ImportError:  # pragma: no cover
+    _strings = None  # type: ignore[assignment]
+try:  # pragma: no cover
+    from .. import json_numbers as _numbers
+except ImportError:  # pragma: no cover
+    _numbers = None  # type: ignore[assignment]
+try:  # pragma: no cover
+    from .. import json_formats as _formats
+except ImportError:  # pragma: no cover
+    _formats = None  # type: ignore[assignment]
+try:  # pragma: no cover
+    from ...automata import ops as _ops
+except ImportError:  # pragma: no cover
+    _ops = None  # type: ignore[assignment]
+
+alt = _alt
+
+WS_CHAR = byte_class([(0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)])
+_HEX = byte_class([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)])
+_DIGIT = byte_class([(0x30, 0x39)])
+_DIGIT19 = byte_class([(0x31, 0x39)])
+# one raw (unescaped) character of a JSON string
+_RAW_CHAR = char_class([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
+_ESCAPE = concat(
+    literal("\\"),
+    _alt(byte_class([(0x22, 0x22), (0x2F, 0x2F), (0x5C, 0x5C), (0x62, 0x62), (0x66, 0x66), (0x6E, 0x6E),
+                     (0x72, 0x72), (0x74, 0x74)]),
+         concat(literal("u"), repeat(_HEX, 4, 4))),
+)
+
+
+def has_ops() -> bool:
+    """Whether automaton operations (intersection, difference) are available."""
+    return _ops is not None and hasattr(_ops, "ir_intersect")
+
+
+def intersect(x: Node, y: Node, limits: Any) -> Node:
+    """Intersection of two regular IR languages (needs :mod:`tokensieve.automata.ops`)."""
+    assert _ops is not None
+    return _ops.ir_intersect(x, y, limits)  # type: ignore[no-any-return]
+
+
+def difference(x: Node, y: Node, limits: Any) -> Node:
+    """``x`` minus ``y`` (needs :mod:`tokensieve.automata.ops`)."""
+    assert _ops is not None
+    return _ops.ir_difference(x, y, limits)  # type: ignore[no-any-return]
+
+
+def is_empty(node: Node, limits: Any) -> bool:
+    """Whether a regular IR language is empty."""
+    if is_nothing(node):
+        return True
+    if _ops is not None and hasattr(_ops, "is_empty_ir"):
+        return bool(_ops.is_empty_ir(node, limits))
+    return False
+
+
+# ------------------------------------------------------------------ strings
+def string_char() -> Node:
+    """One character of a JSON string as it is written (raw or escaped)."""
+    if _strings is not None:
+        return _strings.json_string_char()  # type: ignore[no-any-return]
+    return _alt(_RAW_CHAR, _ESCAPE)
+
+
+def any_string_content() -> Node:
+    """The content (between the quotes) of any JSON string."""
+    return star(string_char())
+
+
+def string_length(min_length: int, max_length: int | None) -> Node:
+    """Content of strings of ``min_length`` to ``max_length`` characters."""
+    if _strings is not None:
+        return _strings.json_string_length(min_length, max_length)  # type: ignore[no-any-return]
+    return repeat(string_char(), min_length, max_length)
+
+
+def content_of(node: Node) -> Node:
+    """Every written form of the decoded text ``node`` (a language over characters)."""
+    if _strings is not None:
+        return _strings.json_string_content(node)  # type: ignore[no-any-return]
+    return node  # fallback: raw characters only (callers only pass text without quotes/controls)
+
+
+def string_literal_content(text: str) -> Node:
+    """Written forms of the string ``text`` (between the quotes)."""
+    if _strings is not None:
+        return _strings.json_string_content(literal(text))  # type: ignore[no-any-return]
+    return literal(json.dumps(text, ensure_ascii=False)[1:-1])
+
+
+def pattern_content(pattern: str, limits: Any) -> Node | None:
+    """Content of the strings that contain a match of the ECMA ``pattern`` (None: unavailable)."""
+    if _strings is not None and hasattr(_strings, "json_string_pattern"):
+        return _strings.json_string_pattern(pattern, limits)  # type: ignore[no-any-return]
+    return None
+
+
+def format_content(name: str) -> Node | None:
+    """Content of the strings of a ``format`` (None: not known)."""
+    if _formats is None:
+        return None
+    node = _formats.format_content(name)
+    if node is None:
+        return None
+    return content_of(node)
+
+
+def quoted(content: Node) -> Node:
+    """A JSON string with the given content."""
+    return concat(literal('"'), content, literal('"'))
+
+
+# ------------------------------------------------------------------ numbers
+_INT_PART = _alt(literal("0"), concat(_DIGIT19, star(_DIGIT)))
+_FRAC = concat(literal("."), plus(_DIGIT))
+_EXP = concat(byte_class([(0x45, 0x45), (0x65, 0x65)]), optional(byte_class([(0x2B, 0x2B), (0x2D, 0x2D)])),
+              plus(_DIGIT))
+ANY_NUMBER = concat(optional(literal("-")), _INT_PART, optional(_FRAC), optional(_EXP))
+# integers, also written with a zero fraction (1.0)
+ANY_INTEGER = concat(optional(literal("-")), _INT_PART, optional(concat(literal("."), plus(literal("0")))))
+
+
+def number_node(
+    integer: bool,
+    minimum: float | None,
+    maximum: float | None,
+    exclusive_minimum: float | None,
+    exclusive_maximum: float | None,
+    multiple_of: float | None,
+    limits: Any = None,
+) -> Node | None:
+    """Numbers within the bounds (None: not expressible)."""
+    bounded = any(v is not None for v in (minimum, maximum, exclusive_minimum, exclusive_maximum, multiple_of))
+    if _numbers is not None:
+        fn = _numbers.json_integer if integer else _numbers.json_number
+        try:
+            return fn(  # type: ignore[no-any-return]
+                minimum,
+                maximum,
+                exclusive_minimum=exclusive_minimum,
+                exclusive_maximum=exclusive_maximum,
+                multiple_of=multiple_of,
+                limits=limits,
+            )
+        except NotImplementedError:
+            return None
+    if bounded:
+        return None
+    return ANY_INTEGER if integer else ANY_NUMBER
+
+
+def number_literal(value: int | float) -> Node:
+    """Spellings of one number: ``5`` also as ``5.0``, ``5.00``...; others as ``repr`` writes them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return NOTHING
+    if isinstance(value, int) or value.is_integer():
+        n = int(value)
+        text = str(n)
+        if n == 0:
+            return concat(optional(literal("-")), literal("0"), optional(concat(literal("."), plus(literal("0")))))
+        return concat(literal(text), optional(concat(literal("."), plus(literal("0")))))
+    return literal(repr(float(value)))
+
+
+# ------------------------------------------------------------------- layout
+@dataclass(frozen=True)
+class Layout:
+    """Where whitespace may go between the tokens of a JSON value.
+
+    ``indent`` set: exactly ``json.dumps(indent=N)``; otherwise flexible (runs of
+    at most ``max_whitespace`` blanks) or compact (none).
+    """
+
+    mode: str  # "flexible" | "compact" | "indent"
+    indent: int = 0
+    max_whitespace: int = 32
+
+    @property
+    def ws(self) -> Node:
+        if self.mode == "flexible":
+            return repeat(WS_CHAR, 0, self.max_whitespace) if self.max_whitespace > 0 else EMPTY
+        return EMPTY
+
+    def _nl(self, depth: int) -> Node:
+        return literal("\n" + " " * (self.indent * depth))
+
+    def open(self, depth: int) -> Node:
+        """After ``{`` or ``[`` of a non-empty container at ``depth``."""
+        return self._nl(depth + 1) if self.mode == "indent" else self.ws
+
+    def sep(self, depth: int) -> Node:
+        """Between the members of a container at ``depth``."""
+        if self.mode == "indent":
+            return concat(literal(","), self._nl(depth + 1))
+        return concat(self.ws, literal(","), self.ws)
+
+    def close(self, depth: int) -> Node:
+        """Before ``}`` or ``]`` of a non-empty container."""
+        return self._nl(depth) if self.mode == "indent" else self.ws
+
+    def empty(self) -> Node:
+        """Inside an empty container."""
+        return self.ws if self.mode == "flexible" else EMPTY
+
+    @property
+    def colon(self) -> Node:
+        if self.mode == "indent":
+            return literal(": ")
+        return concat(self.ws, literal(":"), self.ws)
+
+
+def container(open_: str, close_: str, members: Node, empty_ok: bool, layout: Layout, depth: int) -> Node:
+    """``open_`` members ``close_`` (and the empty container when ``empty_ok``)."""
+    parts = []
+    if not is_nothing(members):
+        parts.append(concat(literal(open_), layout.open(depth), members, layout.close(depth), literal(close_)))
+    if empty_ok:
+        parts.append(concat(literal(open_), layout.empty(), literal(close_)))
+    return _alt(*parts) if parts else NOTHING
+
+
+def value_literal(value: Any, layout: Layout, depth: int) -> Node:
+    """The spellings of a JSON value (object keys in the given order)."""
+    if value is None:
+        return literal("null")
+    if value is True:
+        return literal("true")
+    if value is False:
+        return literal("false")
+    if isinstance(value, (int, float)):
+        return number_literal(value)
+    if isinstance(value, str):
+        return quoted(string_literal_content(value))
+    if isinstance(value, list):
+        if not value:
+            return container("[", "]", NOTHING, True, layout, depth)
+        items = [value_literal(v, layout, depth + 1) for v in value]
+        body = [items[0]]
+        for it in items[1:]:
+            body += [layout.sep(depth), it]
+        return container("[", "]", concat(*body), False, layout, depth)
+    if isinstance(value, dict):
+        if not value:
+            return container("{", "}", NOTHING, True, layout, depth)
+        members = [
+            concat(quoted(string_literal_content(k)), layout.colon, value_literal(v, layout, depth + 1))
+            for k, v in value.items()
+        ]
+        body = [members[0]]
+        for m in members[1:]:
+            body += [layout.sep(depth), m]
+        return container("{", "}", concat(*body), False, layout, depth)
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def any_value_rules(layout: Layout, prefix: str) -> dict[str, Node]:
+    """Rules for any JSON value (``prefix`` names the value rule)."""
+    from ..ir import RuleRef
+
+    value = RuleRef(prefix)
+    s = quoted(any_string_content())
+    member = concat(s, layout.colon, value)
+    obj_members = concat(member, star(concat(layout.sep(0), member)))
+    arr_members = concat(value, star(concat(layout.sep(0), value)))
+    body = _alt(
+        container("{", "}", obj_members, True, layout, 0),
+        container("[", "]", arr_members, True, layout, 0),
+        s,
+        ANY_NUMBER,
+        literal("true"),
+        literal("false"),
+        literal("null"),
+    )
+    return {prefix: body}

@@ -1,0 +1,601 @@
+"""JSON Schema to grammar IR: conjunctions of subschemas merged, applicators distributed.
+
+A subschema is lowered together with every schema it must satisfy at the same
+place (``allOf`` members, ``$ref`` targets and siblings): :func:`Lowerer.lower`
+takes such a *conjunction*, expands references and ``allOf``, distributes the
+disjunctive applicators (``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``,
+``dependentSchemas``) over their branches, and merges the rest into one
+:class:`_Norm` (types, bounds, properties...), which becomes IR. Conjunctions
+reached through ``$ref`` become grammar rules keyed by the schemas they
+conjoin, so recursive schemas become recursive rules and everything else is
+inlined by the automaton stage.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+from ...errors import GrammarError, LimitExceeded, SchemaError
+from ...limits import Limits
+from ..ir import EMPTY, NOTHING, Node, RuleRef, concat, is_nothing, literal, optional, repeat, star
+from . import _lexical as lx
+from ._lexical import Layout, alt, container, quoted
+from ._load import Loc, Registry, _RemoteRef, synthetic
+
+TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
+ALL_TYPES = frozenset(TYPES)
+
+#: keywords that never constrain a value
+ANNOTATIONS = frozenset(
+    {
+        "$schema", "$id", "$anchor", "$dynamicAnchor", "$comment", "$defs", "definitions", "$vocabulary",
+        "title", "description", "examples", "example", "default", "deprecated", "readOnly", "writeOnly",
+        "contentMediaType", "contentEncoding", "contentSchema", "discriminator", "xml", "externalDocs",
+        "then", "else", "minContains", "maxContains", "additionalItems", "strict", "name",
+    }
+)
+#: validation keywords this compiler knows but does not enforce
+UNSUPPORTED = {
+    "$dynamicRef": "is not supported (dynamic scopes)",
+    "$recursiveRef": "is not supported (dynamic scopes)",
+    "uniqueItems": "is not enforced",
+}
+
+#: largest number of optional properties enumerated for counting keywords
+MAX_ENUMERATED_OPTIONAL = 8
+#: largest number of properties whose any-order permutations are spelled out
+MAX_ANY_ORDER = 5
+#: most patternProperties combined exactly (2**n key regions)
+MAX_PATTERN_REGIONS = 4
+#: deepest negation / check recursion through references
+MAX_INDIRECTION = 64
+
+
+class _Undecided(Exception):
+    """The value checker met a keyword it cannot evaluate."""
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def ckey(v: Any) -> Any:
+    """A key under which JSON values are equal iff JSON Schema calls them equal."""
+    if v is None or isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return ("f", repr(v))
+        return ("n", Fraction(v))
+    if isinstance(v, str):
+        return ("s", v)
+    if isinstance(v, list):
+        return ("a", tuple(ckey(x) for x in v))
+    if isinstance(v, dict):
+        return ("o", frozenset((k, ckey(x)) for k, x in v.items()))
+    return ("?", repr(v))
+
+
+def _type_of(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _has_type(v: Any, types: frozenset[str]) -> bool:
+    t = _type_of(v)
+    return t in types or (t == "integer" and "number" in types)
+
+
+class Lowerer:
+    """Lowers one schema document; collects rules and unenforced keywords."""
+
+    def __init__(
+        self,
+        root: Any,
+        *,
+        layout: Layout,
+        property_order: str,
+        strict: bool,
+        limits: Limits,
+    ) -> None:
+        self.reg = Registry(root)
+        self.layout = layout
+        self.flex = Layout("flexible", 0, layout.max_whitespace) if layout.mode == "indent" else layout
+        self.property_order = property_order
+        self.strict = strict
+        self.limits = limits
+        self.rules: dict[str, Node] = {}
+        self._rule_names: dict[Any, str] = {}
+        self._active: set[Any] = set()
+        self._unenforced: dict[str, None] = {}
+        self._depth = 0
+        self._work = 0
+        self._dfa_cache: dict[Node, Any] = {}
+        self._any_value: str | None = None
+
+    # ------------------------------------------------------------ reporting
+    def unsupported(self, pointer: str, keyword: str, why: str) -> None:
+        """Raise (strict) or record a keyword that is not enforced exactly."""
+        path = f"{pointer}/{keyword}" if keyword else pointer
+        if self.strict:
+            raise SchemaError(f"{keyword} {why}" if keyword else why, path)
+        self._unenforced[f"{path or '/'}: {keyword} {why}"] = None
+
+    def note(self, text: str) -> None:
+        self._unenforced[text] = None
+
+    @property
+    def unenforced(self) -> tuple[str, ...]:
+        return tuple(self._unenforced)
+
+    def _tick(self, n: int = 1) -> None:
+        self._work += n
+        if self._work > self.limits.max_grammar_rules * 4:
+            raise LimitExceeded(
+                "max_grammar_rules",
+                self.limits.max_grammar_rules,
+                "the schema expands to too many subschemas (combinations of anyOf/oneOf/allOf branches)",
+            )
+
+    # ----------------------------------------------------------- any value
+    def any_value(self, layout: Layout) -> Node:
+        """Any JSON value (a recursive rule)."""
+        if layout.mode == "indent":
+            self.note("/: indent layout is not enforced inside values of unconstrained type (flexible whitespace)")
+            layout = self.flex
+        name = f"json_value_{layout.mode}"
+        if name not in self.rules:
+            self.rules.update(lx.any_value_rules(layout, name))
+        return RuleRef(name)
+
+    # --------------------------------------------------------------- lower
+    def lower_root(self) -> Node:
+        node = self.lower([self.reg.root_loc], self.layout, 0)
+        if is_nothing(node):
+            raise SchemaError("the schema admits no value", "")
+        return node
+
+    def expand(self, locs: list[Loc]) -> tuple[list[Loc], bool, bool]:
+        """``$ref`` and ``allOf`` expanded: (plain schemas, whether a reference was followed, false seen)."""
+        todo = list(locs)
+        seen: set[Any] = set()
+        plain: list[Loc] = []
+        used_ref = False
+        while todo:
+            loc = todo.pop()
+            ident = loc.ident()
+            if ident in seen:
+                continue
+            seen.add(ident)
+            if len(seen) > 100_000:
+                raise LimitExceeded("max_grammar_rules", self.limits.max_grammar_rules, "too many subschemas")
+            node = loc.node
+            if node is True:
+                continue
+            if node is False:
+                return [], used_ref, True
+            if not isinstance(node, dict):
+                raise SchemaError(f"a schema is an object or a boolean, not {type(node).__name__}", loc.ptr)
+            if loc.has("$ref"):
+                ref = node["$ref"]
+                if not isinstance(ref, str):
+                    raise SchemaError("$ref must be a string", loc.ptr + "/$ref")
+                todo.append(loc.without("$ref"))
+                try:
+                    target = self.reg.resolve(ref, loc, loc.ptr + "/$ref")
+                except _RemoteRef as exc:
+                    self.unsupported(loc.ptr, "$ref", f"{ref!r} points outside the document (not fetched)")
+                    del exc
+                    continue
+                todo.append(target)
+                used_ref = True
+                continue
+            if loc.has("allOf"):
+                members = node["allOf"]
+                if not isinstance(members, list) or not members:
+                    raise SchemaError("allOf must be a non-empty array of schemas", loc.ptr + "/allOf")
+                todo.append(loc.without("allOf"))
+                todo.extend(loc.child("allOf", i) for i in range(len(members)))
+                continue
+            for kw in ("$dynamicRef", "$recursiveRef"):
+                if loc.has(kw):
+                    self.unsupported(loc.ptr, kw, UNSUPPORTED[kw])
+                    loc = loc.without(kw)
+            plain.append(loc)
+        return plain, used_ref, False
+
+    def lower(self, locs: list[Loc], layout: Layout, depth: int) -> Node:
+        """IR for the values that satisfy every schema in ``locs``, at nesting ``depth``."""
+        self._depth += 1
+        try:
+            if self._depth > self.limits.max_nesting_depth:
+                raise LimitExceeded(
+                    "max_nesting_depth",
+                    self.limits.max_nesting_depth,
+                    f"the schema nests deeper than {self.limits.max_nesting_depth} levels",
+                )
+            self._tick()
+            plain, used_ref, false = self.expand(locs)
+            if false:
+                return NOTHING
+            if not used_ref:
+                return self._lower_plain(plain, layout, depth)
+            base_key = tuple(sorted((loc.ident() for loc in plain), key=repr))
+            if layout.mode == "indent" and base_key in self._active:
+                ptrs = ", ".join(sorted({loc.ptr or "/" for loc in plain})) or "/"
+                self.note(f"{ptrs}: $ref indent layout is not enforced inside recursive references (flexible whitespace)")
+                layout, depth = self.flex, 0
+            key = (base_key, layout.mode, depth)
+            name = self._rule_names.get(key)
+            if name is not None:
+                return RuleRef(name)
+            name = f"s{len(self._rule_names)}"
+            self._rule_names[key] = name
+            if len(self._rule_names) > self.limits.max_grammar_rules:
+                raise LimitExceeded(
+                    "max_grammar_rules", self.limits.max_grammar_rules, "the schema needs too many rules"
+                )
+            self._active.add(base_key)
+            try:
+                body = self._lower_plain(plain, layout, depth)
+            finally:
+                self._active.discard(base_key)
+            self.rules[name] = body
+            return RuleRef(name)
+        finally:
+            self._depth -= 1
+
+    def _lower_plain(self, plain: list[Loc], layout: Layout, depth: int) -> Node:
+        if not plain:
+            return self.any_value(layout)
+        for i, loc in enumerate(plain):
+            rest = plain[:i] + plain[i + 1 :]
+            branches = self._distribute(loc, rest)
+            if branches is not None:
+                self._tick(len(branches))
+                return alt(*(self.lower(b, layout, depth) for b in branches))
+        norm = _Norm(self)
+        for loc in plain:
+            norm.add(loc)
+        if norm.is_trivial():
+            return self.any_value(layout)
+        return norm.lower(layout, depth)
+
+    def _distribute(self, loc: Loc, rest: list[Loc]) -> list[list[Loc]] | None:
+        """The branches of the first disjunctive applicator of ``loc`` (None: it has none)."""
+        node = loc.node
+        for kw in ("anyOf", "oneOf"):
+            if loc.has(kw):
+                members = node[kw]
+                if not isinstance(members, list) or not members:
+                    raise SchemaError(f"{kw} must be a non-empty array of schemas", f"{loc.ptr}/{kw}")
+                base = [*rest, loc.without(kw)]
+                branches = [[*base, loc.child(kw, i)] for i in range(len(members))]
+                if kw == "oneOf" and len(branches) > 1 and not self._disjoint(branches):
+                    self.unsupported(loc.ptr, "oneOf", "branches may overlap: compiled as anyOf")
+                return branches
+        if loc.has("not"):
+            negs = self.negate(loc.child("not"))
+            base = [*rest, loc.without("not")]
+            if negs is None:
+                self.unsupported(loc.ptr, "not", "is too complex to negate")
+                return [base]
+            return [[*base, *n] for n in negs]
+        for name, value in loc.extra:
+            if name == "neg":
+                negs = self.negate(value)
+                base = [*rest, Loc(loc.ptr, loc.node, loc.base, loc.omit, tuple(e for e in loc.extra if e[0] != "neg"), loc.key + ("-neg",))]
+                if negs is None:
+                    self.unsupported(value.ptr, "", "is too complex to negate")
+                    return [base]
+                return [[*base, *n] for n in negs]
+        if loc.has("if"):
+            base = [*rest, loc.without("if").without("then").without("else")]
+            if not (loc.has("then") or loc.has("else")):
+                return [base]
+            cond = loc.child("if")
+            then = [loc.child("then")] if loc.has("then") else []
+            other = [loc.child("else")] if loc.has("else") else []
+            negs = self.negate(cond)
+            if negs is None:
+                self.unsupported(loc.ptr, "if", "condition is too complex to negate")
+                return [base]
+            return [[*base, cond, *then]] + [[*base, *n, *other] for n in negs]
+        for kw in ("dependentSchemas", "dependencies"):
+            if loc.has(kw):
+                deps = node[kw]
+                if not isinstance(deps, dict):
+                    raise SchemaError(f"{kw} must be an object", f"{loc.ptr}/{kw}")
+                names = [k for k, v in deps.items() if isinstance(v, (dict, bool))]
+                if names:
+                    name = names[0]
+                    base = [*rest, self._without_dep(loc, kw, name)]
+                    required = Loc(loc.ptr, {"required": [name]}, loc.base, key=("dep", kw, name))
+                    present = [*base, required, loc.child(kw, name)]
+                    absent = [*base, synthetic(loc.ptr, loc.base, ("forbid", kw, name), forbid=(name,))]
+                    return [present, absent]
+        return None
+
+    def _without_dep(self, loc: Loc, kw: str, name: str) -> Loc:
+        deps = {k: v for k, v in loc.node[kw].items() if k != name}
+        node = dict(loc.node)
+        node[kw] = deps
+        if not any(isinstance(v, (dict, bool)) for v in deps.values()):
+            if kw == "dependentSchemas" or not deps:
+                node.pop(kw)
+        return Loc(loc.ptr, node, loc.base, loc.omit, loc.extra, loc.key + (("dep-", kw, name),))
+
+    # ----------------------------------------------------------- oneOf
+    def _summary(self, locs: list[Loc]) -> _Norm | None:
+        try:
+            plain, _, false = self.expand(locs)
+        except SchemaError:
+            return None
+        if false:
+            return None
+        norm = _Norm(self, summary=True)
+        for loc in plain:
+            norm.add(loc)
+        return norm
+
+    def _disjoint(self, branches: list[list[Loc]]) -> bool:
+        strict, self.strict = self.strict, False
+        saved = dict(self._unenforced)
+        try:
+            sums = [self._summary(b) for b in branches]
+        finally:
+            self.strict = strict
+            self._unenforced = saved
+        for a, b in itertools.combinations(range(len(sums)), 2):
+            sa, sb = sums[a], sums[b]
+            if sa is None or sb is None:
+                continue  # an unsatisfiable branch overlaps nothing
+            if not sa.disjoint_from(sb):
+                return False
+        return True
+
+    # ------------------------------------------------------------ negation
+    def negate(self, loc: Loc, level: int = 0) -> list[list[Loc]] | None:
+        """¬loc as a disjunction of conjunctions, or None when not expressible."""
+        if level > MAX_INDIRECTION:
+            return None
+        node = loc.node
+        if node is True:
+            return []
+        if node is False:
+            return [[]]
+        if not isinstance(node, dict):
+            raise SchemaError("a schema is an object or a boolean", loc.ptr)
+        out: list[list[Loc]] = []
+
+        def make(suffix: str, schema: dict[str, Any]) -> Loc:
+            return Loc(f"{loc.ptr}", schema, loc.base, key=("neg", loc.ident(), suffix))
+
+        for name, value in loc.extra:
+            if name == "neg":
+                out.append([value])
+            elif name == "notin":
+                out.append([make("notin", {"enum": list(value)})])
+            else:
+                return None
+        for kw, v in node.items():
+            if kw in loc.omit or kw in ANNOTATIONS or kw in ("if",):
+                if kw == "if" and (loc.has("then") or loc.has("else")):
+                    return None
+                continue
+            p = f"{loc.ptr}/{kw}"
+            if kw == "$ref":
+                if not isinstance(v, str):
+                    raise SchemaError("$ref must be a string", p)
+                try:
+                    target = self.reg.resolve(v, loc, p)
+                except _RemoteRef:
+                    return None
+                sub = self.negate(target, level + 1)
+                if sub is None:
+                    return None
+                out.extend(sub)
+            elif kw == "type":
+                types = _parse_types(v, p)
+                if "integer" in types and "number" not in types:
+                    return None
+                if "number" in types:
+                    types = types | {"integer"}
+                rest = sorted(ALL_TYPES - types - {"integer"} if "number" in types else ALL_TYPES - types - {"integer", "number"})
+                if rest:
+                    out.append([make("type", {"type": rest})])
+            elif kw == "nullable":
+                continue
+            elif kw in ("const", "enum"):
+                values = [v] if kw == "const" else v
+                if not isinstance(values, list):
+                    raise SchemaError("enum must be an array", p)
+                out.append([synthetic(loc.ptr, loc.base, ("notin", loc.ident(), kw), notin=tuple(values))])
+            elif kw == "required":
+                if not isinstance(v, list):
+                    raise SchemaError("required must be an array of strings", p)
+                for name in v:
+                    out.append([make("object", {"type": "object"}), synthetic(loc.ptr, loc.base, ("forbid", loc.ident(), name), forbid=(name,))])
+            elif kw == "properties":
+                if not isinstance(v, dict):
+                    raise SchemaError("properties must be an object", p)
+                for name in v:
+                    child = loc.child("properties", name)
+                    neg = synthetic(child.ptr, child.base, ("negprop", child.ident()), neg=child)
+                    out.append([make(f"req:{name}", {"type": "object", "required": [name]}), synthetic(loc.ptr, loc.base, ("prop", child.ident()), props=((name, neg),))])
+            elif kw in _NEGATED_BOUNDS:
+                other, typ, shift = _NEGATED_BOUNDS[kw]
+                if shift:
+                    value: int | float = _nonneg_int(v, p, kw) + shift
+                    if value < 0:
+                        continue
+                else:
+                    value = _number(v, p, kw)
+                out.append([make(kw, {"type": typ, other: value})])
+            elif kw == "pattern":
+                if not isinstance(v, str):
+                    raise SchemaError("pattern must be a string", p)
+                out.append([make("string", {"type": "string"}), synthetic(loc.ptr, loc.base, ("notpattern", loc.ident()), notpattern=(v, p))])
+            elif kw == "anyOf":
+                if not isinstance(v, list):
+                    raise SchemaError("anyOf must be an array", p)
+                out.append([synthetic(f"{loc.ptr}/anyOf/{i}", loc.base, ("neg-any", loc.ident(), i), neg=loc.child("anyOf", i)) for i in range(len(v))])
+            elif kw == "allOf":
+                if not isinstance(v, list):
+                    raise SchemaError("allOf must be an array", p)
+                for i in range(len(v)):
+                    sub = self.negate(loc.child("allOf", i), level + 1)
+                    if sub is None:
+                        return None
+                    out.extend(sub)
+            elif kw == "oneOf" and isinstance(v, list) and len(v) == 1:
+                sub = self.negate(loc.child("oneOf", 0), level + 1)
+                if sub is None:
+                    return None
+                out.extend(sub)
+            elif kw == "not":
+                out.append([loc.child("not")])
+            elif kw == "format":
+                if isinstance(v, str) and lx.format_content(v) is not None:
+                    return None
+            elif kw in _VALIDATION_KEYWORDS:
+                return None
+        return out
+
+    # -------------------------------------------------------------- checks
+    def dfa_accepts(self, node: Node, data: bytes) -> bool:
+        """Whether the regular ``node`` matches ``data`` exactly."""
+        dfa = self._dfa_cache.get(node)
+        if dfa is None:
+            from ...automata.build import ir_to_dfa
+
+            try:
+                dfa = ir_to_dfa(node, self.limits)
+            except GrammarError:
+                dfa = False
+            self._dfa_cache[node] = dfa
+        if dfa is False:
+            return False
+        state = dfa.start
+        table = dfa.transitions
+        for b in data:
+            state = int(table[state, b])
+            if state < 0:
+                return False
+        return bool(dfa.accepting[state])
+
+    def pattern_node(self, pattern: str, pointer: str) -> Node | None:
+        try:
+            return lx.pattern_content(pattern, self.limits)
+        except GrammarError as exc:
+            raise SchemaError(f"pattern {pattern!r} is not supported: {exc.message}", pointer) from None
+
+    def pattern_matches(self, pattern: str, text: str, pointer: str) -> bool:
+        node = self.pattern_node(pattern, pointer)
+        if node is None:
+            raise _Undecided(pointer)
+        return self.dfa_accepts(node, json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
+
+    def check(self, value: Any, locs: list[Loc], level: int = 0) -> bool:
+        """Whether ``value`` satisfies every schema in ``locs`` (raises :class:`_Undecided`)."""
+        if level > MAX_INDIRECTION:
+            raise _Undecided("too deep")
+        for loc in locs:
+            if not self._check_one(value, loc, level):
+                return False
+        return True
+
+    def _check_one(self, value: Any, loc: Loc, level: int) -> bool:
+        node = loc.node
+        if node is True:
+            return True
+        if node is False:
+            return False
+        for name, v in loc.extra:
+            if name == "neg":
+                if self.check(value, [v], level + 1):
+                    return False
+            elif name == "notin":
+                if any(ckey(value) == ckey(x) for x in v):
+                    return False
+            elif name == "forbid":
+                if isinstance(value, dict) and any(n in value for n in v):
+                    return False
+            elif name == "props":
+                if isinstance(value, dict):
+                    for n, sub in v:
+                        if n in value and not self.check(value[n], [sub], level + 1):
+                            return False
+            elif name == "notpattern":
+                if isinstance(value, str) and self.pattern_matches(v[0], value, v[1]):
+                    return False
+            else:
+                raise _Undecided(name)
+        return _check_keywords(self, value, loc, level)
+
+
+_NEGATED_BOUNDS = {
+    "minimum": ("exclusiveMaximum", "number", 0),
+    "maximum": ("exclusiveMinimum", "number", 0),
+    "exclusiveMinimum": ("maximum", "number", 0),
+    "exclusiveMaximum": ("minimum", "number", 0),
+    "minLength": ("maxLength", "string", -1),
+    "maxLength": ("minLength", "string", 1),
+    "minItems": ("maxItems", "array", -1),
+    "maxItems": ("minItems", "array", 1),
+    "minProperties": ("maxProperties", "object", -1),
+    "maxProperties": ("minProperties", "object", 1),
+}
+
+_VALIDATION_KEYWORDS = frozenset(
+    {
+        "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+        "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains",
+        "minContains", "maxProperties", "minProperties", "required", "dependentRequired", "properties",
+        "patternProperties", "additionalProperties", "propertyNames", "items", "prefixItems", "contains",
+        "unevaluatedItems", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+        "dependentSchemas", "dependencies", "format", "$ref", "$dynamicRef", "nullable",
+    }
+)
+
+
+def _parse_types(v: Any, pointer: str) -> frozenset[str]:
+    items = [v] if isinstance(v, str) else v
+    if not isinstance(items, list) or not items and not isinstance(v, list):
+        raise SchemaError("type must be a type name or an array of them", pointer)
+    out = set()
+    for t in items:
+        if t not in ALL_TYPES:
+            raise SchemaError(f"unknown type {t!r} (use one of {', '.join(TYPES)})", pointer)
+        out.add(t)
+    return frozenset(out)
+
+
+def _nonneg_int(v: Any, pointer: str, keyword: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (isinstance(v, float) and not v.is_integer()):
+        raise SchemaError(f"{keyword} must be a non-negative integer, not {v!r}", pointer)
+    return int(v)
+
+
+def _number(v: Any, pointer: str, keyword: str) -> int | float:
+    if not _is_num(v) or (isinstance(v, float) and not math.isfinite(v)):
+        raise SchemaError(f"{keyword} must be a number, not {v!r}", pointer)
+    return v  # type: ignore[no-any-return]
+
+
+from ._norm import _check_keywords, _Norm  # noqa: E402

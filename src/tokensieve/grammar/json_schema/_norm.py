@@ -1,0 +1,1073 @@
+"""A merged conjunction of plain subschemas (no ``$ref``, ``allOf`` or disjunctions) and its IR."""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from ...errors import SchemaError
+from ..ir import EMPTY, NOTHING, Node, concat, is_nothing, literal, optional, repeat, star
+from . import _lexical as lx
+from ._lexical import Layout, alt, container, quoted
+from ._load import Loc
+
+if TYPE_CHECKING:
+    from ._lower import Lowerer
+
+from ._lower import (
+    ALL_TYPES,
+    ANNOTATIONS,
+    MAX_ANY_ORDER,
+    MAX_ENUMERATED_OPTIONAL,
+    MAX_INDIRECTION,
+    MAX_PATTERN_REGIONS,
+    UNSUPPORTED,
+    _has_type,
+    _is_num,
+    _nonneg_int,
+    _number,
+    _parse_types,
+    _type_of,
+    _Undecided,
+    ckey,
+)
+
+
+class _ObjComp:
+    """One schema's ``properties``/``patternProperties``/``additionalProperties``."""
+
+    def __init__(self, ptr: str) -> None:
+        self.ptr = ptr
+        self.props: dict[str, Loc] = {}
+        self.patterns: list[tuple[str, Loc, str]] = []
+        self.additional: Loc | None = None
+
+
+class _ArrComp:
+    """One schema's ``prefixItems``/``items``."""
+
+    def __init__(self, ptr: str) -> None:
+        self.ptr = ptr
+        self.prefix: list[Loc] = []
+        self.items: Loc | None = None
+
+
+class _Norm:
+    """Every constraint of a conjunction, merged per JSON type."""
+
+    def __init__(self, low: Lowerer, *, summary: bool = False) -> None:
+        self.low = low
+        self.summary = summary
+        self.locs: list[Loc] = []
+        self.ptr = ""
+        self.types: frozenset[str] = ALL_TYPES
+        self.enum: list[Any] | None = None
+        self.enum_ptr = ""
+        self.notin: list[Any] = []
+        # strings
+        self.min_len = 0
+        self.max_len: int | None = None
+        self.patterns: list[tuple[str, str]] = []
+        self.neg_patterns: list[tuple[str, str]] = []
+        self.formats: list[tuple[str, str]] = []
+        # numbers
+        self.lo: tuple[Any, bool] | None = None
+        self.hi: tuple[Any, bool] | None = None
+        self.multiples: list[tuple[Any, str]] = []
+        # arrays
+        self.arr: list[_ArrComp] = []
+        self.min_items = 0
+        self.max_items: int | None = None
+        self.contains: list[tuple[Loc, int, int | None, str]] = []
+        self.unique: str | None = None
+        self.uneval_items: Loc | None = None
+        # objects
+        self.obj: list[_ObjComp] = []
+        self.required: list[str] = []
+        self.forbid: set[str] = set()
+        self.prop_names: list[Loc] = []
+        self.min_props = 0
+        self.max_props: int | None = None
+        self.dep_required: dict[str, set[str]] = {}
+        self.uneval_props: Loc | None = None
+        self.where: dict[str, str] = {}
+
+    # --------------------------------------------------------------- merge
+    def _unsupported(self, ptr: str, kw: str, why: str) -> None:
+        if not self.summary:
+            self.low.unsupported(ptr, kw, why)
+
+    def add(self, loc: Loc) -> None:
+        self.locs.append(loc)
+        if not self.ptr:
+            self.ptr = loc.ptr
+        for name, value in loc.extra:
+            if name == "forbid":
+                self.forbid.update(value)
+            elif name == "notin":
+                self.notin.extend(value)
+            elif name == "props":
+                comp = _ObjComp(loc.ptr)
+                comp.props.update(dict(value))
+                self.obj.append(comp)
+            elif name == "notpattern":
+                self.neg_patterns.append(value)
+        node = loc.node
+        if not isinstance(node, dict):
+            return
+        ptr = loc.ptr
+        comp: _ObjComp | None = None
+        acomp: _ArrComp | None = None
+        for kw, v in node.items():
+            if kw in loc.omit or kw in ANNOTATIONS:
+                continue
+            p = f"{ptr}/{kw}"
+            self.where[kw] = p
+            if kw == "type":
+                types = _parse_types(v, p)
+                if node.get("nullable") is True:
+                    types = types | {"null"}
+                self._restrict_types(types)
+            elif kw == "nullable":
+                if not isinstance(v, bool):
+                    raise SchemaError("nullable must be a boolean", p)
+            elif kw in ("enum", "const"):
+                values = [v] if kw == "const" else v
+                if not isinstance(values, list):
+                    raise SchemaError("enum must be an array", p)
+                if kw == "enum" and node.get("nullable") is True and "type" in node:
+                    values = [*values, None]
+                if self.enum is None:
+                    self.enum = list(values)
+                else:
+                    keys = {ckey(x) for x in values}
+                    self.enum = [x for x in self.enum if ckey(x) in keys]
+                self.enum_ptr = p
+            elif kw == "minLength":
+                self.min_len = max(self.min_len, _nonneg_int(v, p, kw))
+            elif kw == "maxLength":
+                n = _nonneg_int(v, p, kw)
+                self.max_len = n if self.max_len is None else min(self.max_len, n)
+            elif kw == "pattern":
+                if not isinstance(v, str):
+                    raise SchemaError("pattern must be a string", p)
+                if not self.summary:
+                    self.low.pattern_node(v, p)  # syntax errors surface here, with the pointer
+                self.patterns.append((v, p))
+            elif kw == "format":
+                if not isinstance(v, str):
+                    raise SchemaError("format must be a string", p)
+                self.formats.append((v, p))
+            elif kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+                self._bound(kw, v, node, p)
+            elif kw == "multipleOf":
+                m = _number(v, p, kw)
+                if m <= 0:
+                    raise SchemaError("multipleOf must be greater than 0", p)
+                self.multiples.append((m, p))
+            elif kw == "minItems":
+                self.min_items = max(self.min_items, _nonneg_int(v, p, kw))
+            elif kw == "maxItems":
+                n = _nonneg_int(v, p, kw)
+                self.max_items = n if self.max_items is None else min(self.max_items, n)
+            elif kw in ("prefixItems", "items", "additionalItems"):
+                if acomp is None:
+                    acomp = _ArrComp(ptr)
+                    self.arr.append(acomp)
+                self._items(loc, kw, v, p, acomp)
+            elif kw == "contains":
+                if not isinstance(v, (dict, bool)):
+                    raise SchemaError("contains must be a schema", p)
+                lo = _nonneg_int(node["minContains"], f"{ptr}/minContains", "minContains") if "minContains" in node else 1
+                hi = _nonneg_int(node["maxContains"], f"{ptr}/maxContains", "maxContains") if "maxContains" in node else None
+                self.contains.append((loc.child("contains"), lo, hi, p))
+            elif kw == "uniqueItems":
+                if not isinstance(v, bool):
+                    raise SchemaError("uniqueItems must be a boolean", p)
+                if v:
+                    self.unique = p
+            elif kw == "unevaluatedItems":
+                if not isinstance(v, (dict, bool)):
+                    raise SchemaError("unevaluatedItems must be a schema", p)
+                self.uneval_items = loc.child(kw)
+            elif kw in ("properties", "patternProperties", "additionalProperties"):
+                if comp is None:
+                    comp = _ObjComp(ptr)
+                    self.obj.append(comp)
+                self._props(loc, kw, v, p, comp)
+            elif kw == "required":
+                if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                    raise SchemaError("required must be an array of strings", p)
+                for name in v:
+                    if name not in self.required:
+                        self.required.append(name)
+            elif kw == "propertyNames":
+                if not isinstance(v, (dict, bool)):
+                    raise SchemaError("propertyNames must be a schema", p)
+                self.prop_names.append(loc.child(kw))
+            elif kw == "minProperties":
+                self.min_props = max(self.min_props, _nonneg_int(v, p, kw))
+            elif kw == "maxProperties":
+                n = _nonneg_int(v, p, kw)
+                self.max_props = n if self.max_props is None else min(self.max_props, n)
+            elif kw in ("dependentRequired", "dependencies"):
+                if not isinstance(v, dict):
+                    raise SchemaError(f"{kw} must be an object", p)
+                for name, names in v.items():
+                    if isinstance(names, (dict, bool)) and kw == "dependencies":
+                        continue  # distributed before the merge
+                    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+                        raise SchemaError(f"{kw} values must be arrays of strings", f"{p}/{name}")
+                    self.dep_required.setdefault(name, set()).update(names)
+            elif kw == "unevaluatedProperties":
+                if not isinstance(v, (dict, bool)):
+                    raise SchemaError("unevaluatedProperties must be a schema", p)
+                self.uneval_props = loc.child(kw)
+            elif kw in UNSUPPORTED:
+                self._unsupported(ptr, kw, UNSUPPORTED[kw])
+            # anything else: unknown keywords are ignored, as the specification says
+
+    def _restrict_types(self, types: frozenset[str]) -> None:
+        cur = self.types
+        out = set()
+        for t in ALL_TYPES:
+            in_cur = t in cur or (t == "integer" and "number" in cur)
+            in_new = t in types or (t == "integer" and "number" in types)
+            if in_cur and in_new:
+                out.add(t)
+        if "number" in out:
+            out.add("integer")
+        self.types = frozenset(out)
+
+    def _bound(self, kw: str, v: Any, node: dict[str, Any], p: str) -> None:
+        if isinstance(v, bool) and kw.startswith("exclusive"):
+            return  # draft 4: a flag on minimum/maximum, read there
+        value = _number(v, p, kw)
+        if kw in ("minimum", "exclusiveMinimum"):
+            excl = kw == "exclusiveMinimum" or node.get("exclusiveMinimum") is True
+            if self.lo is None or value > self.lo[0] or (value == self.lo[0] and excl):
+                self.lo = (value, excl)
+        else:
+            excl = kw == "exclusiveMaximum" or node.get("exclusiveMaximum") is True
+            if self.hi is None or value < self.hi[0] or (value == self.hi[0] and excl):
+                self.hi = (value, excl)
+
+    def _items(self, loc: Loc, kw: str, v: Any, p: str, comp: _ArrComp) -> None:
+        node = loc.node
+        if kw == "prefixItems" or (kw == "items" and isinstance(v, list)):
+            if not isinstance(v, list):
+                raise SchemaError(f"{kw} must be an array of schemas", p)
+            comp.prefix = [loc.child(kw, i) for i in range(len(v))]
+            return
+        if kw == "additionalItems":
+            if not isinstance(node.get("items"), list):
+                return  # ignored without an array-form items
+        if not isinstance(v, (dict, bool)):
+            raise SchemaError(f"{kw} must be a schema", p)
+        comp.items = loc.child(kw)
+
+    def _props(self, loc: Loc, kw: str, v: Any, p: str, comp: _ObjComp) -> None:
+        if kw == "additionalProperties":
+            if not isinstance(v, (dict, bool)):
+                raise SchemaError("additionalProperties must be a schema", p)
+            comp.additional = loc.child(kw)
+            return
+        if not isinstance(v, dict):
+            raise SchemaError(f"{kw} must be an object", p)
+        for name in v:
+            if not isinstance(v[name], (dict, bool)):
+                raise SchemaError("a schema is an object or a boolean", f"{p}/{name}")
+        if kw == "properties":
+            for name in v:
+                comp.props[name] = loc.child(kw, name)
+        else:
+            for pattern in v:
+                child = loc.child(kw, pattern)
+                if not self.summary:
+                    self.low.pattern_node(pattern, child.ptr)
+                comp.patterns.append((pattern, child, child.ptr))
+
+    def is_trivial(self) -> bool:
+        """Whether nothing is constrained (any JSON value)."""
+        return (
+            self.types == ALL_TYPES
+            and self.enum is None
+            and not self.notin
+            and self.min_len == 0
+            and self.max_len is None
+            and not (self.patterns or self.neg_patterns or self.formats)
+            and self.lo is None
+            and self.hi is None
+            and not self.multiples
+            and not self.arr
+            and self.min_items == 0
+            and self.max_items is None
+            and not self.contains
+            and self.unique is None
+            and self.uneval_items is None
+            and not self.obj
+            and not self.required
+            and not self.forbid
+            and not self.prop_names
+            and self.min_props == 0
+            and self.max_props is None
+            and not self.dep_required
+            and self.uneval_props is None
+        )
+
+    # ---------------------------------------------------------- summaries
+    def effective_types(self) -> frozenset[str]:
+        if self.enum is not None:
+            return frozenset(_type_of(v) for v in self.enum if _has_type(v, self.types))
+        return self.types
+
+    def const_keys(self) -> set[Any] | None:
+        if self.enum is None:
+            return None
+        return {ckey(v) for v in self.enum}
+
+    def prop_consts(self, name: str) -> set[Any] | None:
+        """Allowed values of property ``name`` when some component pins it to constants."""
+        out: set[Any] | None = None
+        for comp in self.obj:
+            sub = comp.props.get(name)
+            if sub is None:
+                continue
+            s = self.low._summary([sub])
+            if s is None:
+                return set()
+            keys = s.const_keys()
+            if keys is not None:
+                out = keys if out is None else out & keys
+        return out
+
+    def disjoint_from(self, other: _Norm) -> bool:
+        ta, tb = self.effective_types(), other.effective_types()
+        common = {t for t in ta if t in tb or (t == "integer" and "number" in tb)}
+        common |= {t for t in tb if t == "integer" and "number" in ta}
+        if not common:
+            return True
+        ka, kb = self.const_keys(), other.const_keys()
+        if ka is not None and kb is not None and not (ka & kb):
+            return True
+        if common <= {"object"}:
+            for name in set(self.required) | set(other.required):
+                ca, cb = self.prop_consts(name), other.prop_consts(name)
+                if ca is not None and cb is not None and not (ca & cb):
+                    return True
+                if name in self.required and name in other.forbid or name in other.required and name in self.forbid:
+                    return True
+        if common <= {"number", "integer"} and self.enum is None and other.enum is None:
+            if _below(self.hi, other.lo) or _below(other.hi, self.lo):
+                return True
+        return False
+
+    # --------------------------------------------------------------- lower
+    def lower(self, layout: Layout, depth: int) -> Node:
+        if self.enum is not None:
+            return self._lower_enum(layout, depth)
+        types = self.types
+        parts: list[Node] = []
+        excluded = {ckey(v) for v in self.notin}
+        if "null" in types and ckey(None) not in excluded:
+            parts.append(literal("null"))
+        if "boolean" in types:
+            parts.extend(literal(t) for t, v in (("true", True), ("false", False)) if ckey(v) not in excluded)
+        if "number" in types or "integer" in types:
+            parts.append(self._number(layout))
+        if "string" in types:
+            parts.append(self._string())
+        if "array" in types:
+            parts.append(self._array(layout, depth))
+        if "object" in types:
+            parts.append(self._object(layout, depth))
+        others = [v for v in self.notin if isinstance(v, (list, dict))]
+        if others:
+            self._unsupported(self.ptr, "not", "excluding array or object values is not supported")
+        return alt(*parts)
+
+    def _lower_enum(self, layout: Layout, depth: int) -> Node:
+        assert self.enum is not None
+        seen: set[Any] = set()
+        values = []
+        for v in self.enum:
+            k = ckey(v)
+            if k in seen:
+                continue
+            seen.add(k)
+            try:
+                ok = self.low.check(v, self.locs)
+            except _Undecided:
+                self._unsupported(self.enum_ptr.rsplit("/", 1)[0], self.enum_ptr.rsplit("/", 1)[1], "values are not checked against the other keywords here")
+                ok = True
+            if ok:
+                values.append(v)
+        if not values:
+            return NOTHING
+        limits = self.low.limits
+        if len(values) > limits.max_choices:
+            from ...errors import LimitExceeded
+
+            raise LimitExceeded("max_choices", limits.max_choices, f"enum of {len(values)} values")
+        if len(values) > 64 and all(isinstance(v, str) for v in values) and lx.has_ops():
+            return _string_enum(values, limits)
+        return alt(*(lx.value_literal(v, layout, depth) for v in values))
+
+    # ------------------------------------------------------------ numbers
+    def _number(self, layout: Layout) -> Node:
+        integer = "number" not in self.types
+        kwargs: dict[str, Any] = {}
+        if self.lo is not None:
+            kwargs["exclusive_minimum" if self.lo[1] else "minimum"] = self.lo[0]
+        if self.hi is not None:
+            kwargs["exclusive_maximum" if self.hi[1] else "maximum"] = self.hi[0]
+        multiple = None
+        if self.multiples:
+            multiple = self._multiple()
+        nums = [v for v in self.notin if _is_num(v)]
+        try:
+            node = lx.number_node(
+                integer,
+                kwargs.get("minimum"),
+                kwargs.get("maximum"),
+                kwargs.get("exclusive_minimum"),
+                kwargs.get("exclusive_maximum"),
+                multiple,
+                self.low.limits,
+            )
+            if node is None and multiple is not None:
+                where = self.multiples[-1][1]
+                self._unsupported(where.rsplit("/", 1)[0], "multipleOf", f"{multiple} is not enforced")
+                node = lx.number_node(
+                    integer,
+                    kwargs.get("minimum"),
+                    kwargs.get("maximum"),
+                    kwargs.get("exclusive_minimum"),
+                    kwargs.get("exclusive_maximum"),
+                    None,
+                    self.low.limits,
+                )
+        except ValueError as exc:
+            raise SchemaError(f"bad numeric bound: {exc}", self.ptr) from None
+        if node is None:
+            self._unsupported(self.ptr, "minimum", "numeric bounds are not enforced")
+            node = lx.ANY_INTEGER if integer else lx.ANY_NUMBER
+        if nums and not is_nothing(node):
+            literals = alt(*(lx.number_literal(v) for v in nums))
+            if lx.has_ops():
+                node = lx.difference(node, literals, self.low.limits)
+            else:
+                self._unsupported(self.ptr, "not", "excluding numbers is not supported")
+        return node
+
+    def _multiple(self) -> Any:
+        if len(self.multiples) == 1:
+            return self.multiples[0][0]
+        acc: Fraction | None = None
+        for m, _ in self.multiples:
+            f = Fraction(Decimal(repr(m)) if isinstance(m, float) else m)
+            if acc is None:
+                acc = f
+            else:
+                num = acc.numerator * f.numerator // math.gcd(acc.numerator, f.numerator)
+                acc = Fraction(num, math.gcd(acc.denominator, f.denominator))
+        assert acc is not None
+        if acc.denominator == 1:
+            return int(acc)
+        return Decimal(acc.numerator) / Decimal(acc.denominator)
+
+    # ------------------------------------------------------------ strings
+    def _string(self) -> Node:
+        return quoted(self.string_content())
+
+    def string_content(self) -> Node:
+        low = self.low
+        pieces: list[tuple[Node, str]] = []
+        if self.min_len > 0 or self.max_len is not None:
+            if self.max_len is not None and self.max_len < self.min_len:
+                return NOTHING
+            if (self.max_len or self.min_len) > low.limits.max_repetition:
+                from ...errors import LimitExceeded
+
+                raise LimitExceeded(
+                    "max_repetition", low.limits.max_repetition, f"string length bound {self.max_len or self.min_len}"
+                )
+            pieces.append((lx.string_length(self.min_len, self.max_len), self.where.get("maxLength", self.ptr)))
+        for pattern, p in self.patterns:
+            node = low.pattern_node(pattern, p)
+            if node is None:
+                self._unsupported(p.rsplit("/", 1)[0], "pattern", "is not enforced")
+                continue
+            pieces.append((node, p))
+        for name, p in self.formats:
+            node = lx.format_content(name)
+            if node is None:
+                if not self.summary:
+                    low.note(f"{p}: format {name!r} is not enforced (an annotation for this compiler)")
+                continue
+            pieces.append((node, p))
+        if not pieces:
+            content = lx.any_string_content()
+        else:
+            content = pieces[0][0]
+            for node, p in pieces[1:]:
+                if lx.has_ops():
+                    content = lx.intersect(content, node, low.limits)
+                else:
+                    self._unsupported(p.rsplit("/", 1)[0], p.rsplit("/", 1)[1], "cannot be combined with other string keywords")
+        excluded = [v for v in self.notin if isinstance(v, str)]
+        negs = [low.pattern_node(pat, p) for pat, p in self.neg_patterns]
+        if excluded or negs:
+            if not lx.has_ops():
+                self._unsupported(self.ptr, "not", "excluding strings is not supported")
+            else:
+                if excluded:
+                    content = lx.difference(content, alt(*(lx.string_literal_content(s) for s in excluded)), low.limits)
+                for n in negs:
+                    if n is not None:
+                        content = lx.difference(content, n, low.limits)
+        if not is_nothing(content) and len(pieces) > 1 and lx.is_empty(content, low.limits):
+            return NOTHING
+        return content
+
+    # ------------------------------------------------------------- arrays
+    def _array(self, layout: Layout, depth: int) -> Node:
+        low = self.low
+        comps = self.arr or [_ArrComp(self.ptr)]
+        k = max(len(c.prefix) for c in comps)
+        hi = self.max_items
+        lo = self.min_items
+        pos_locs: list[list[Loc]] = []
+        for i in range(k):
+            locs = []
+            for c in comps:
+                if i < len(c.prefix):
+                    locs.append(c.prefix[i])
+                elif c.items is not None:
+                    locs.append(c.items)
+            pos_locs.append(locs)
+        rest_locs = [c.items for c in comps if c.items is not None]
+        if not any(c.items is not None for c in comps) and self.uneval_items is not None:
+            rest_locs = [self.uneval_items]
+        if self.unique is not None and (hi is None or hi > 1):
+            self._unsupported(self.unique.rsplit("/", 1)[0], "uniqueItems", UNSUPPORTED["uniqueItems"])
+        sub = depth + 1
+        elems = []
+        for i, locs in enumerate(pos_locs):
+            if hi is not None and i >= hi:
+                break
+            e = low.lower(locs, layout, sub)
+            if is_nothing(e):
+                hi = i if hi is None else min(hi, i)
+                break
+            elems.append(e)
+        rest = low.lower(rest_locs, layout, sub) if (hi is None or hi > k) else NOTHING
+        if is_nothing(rest):
+            hi = len(elems) if hi is None else min(hi, len(elems))
+        if hi is not None and lo > hi:
+            return NOTHING
+        sep = layout.sep(depth)
+        if self.contains:
+            return self._array_contains(rest_locs, rest, elems, lo, hi, layout, depth)
+        # positions after the prefix
+        after = max(0, lo - len(elems))
+        top = None if hi is None else max(0, hi - len(elems))
+        if elems:
+            tail = repeat(concat(sep, rest), after, top) if top != 0 else EMPTY
+            for i in range(len(elems) - 1, 0, -1):
+                piece = concat(sep, elems[i], tail)
+                tail = piece if i < lo else optional(piece)
+            body = concat(elems[0], tail)
+        else:
+            if hi == 0 or is_nothing(rest):
+                body = NOTHING
+            else:
+                body = concat(rest, repeat(concat(sep, rest), max(0, lo - 1), None if hi is None else hi - 1))
+        return container("[", "]", body, lo == 0, layout, depth)
+
+    def _array_contains(
+        self, rest_locs: list[Loc], rest: Node, elems: list[Node], lo: int, hi: int | None, layout: Layout, depth: int
+    ) -> Node:
+        low = self.low
+        if len(self.contains) > 1 or elems:
+            ptr = self.contains[-1][3]
+            self._unsupported(ptr.rsplit("/", 1)[0], "contains", "is not enforced together with prefixItems or another contains")
+            return container("[", "]", concat(rest, star(concat(layout.sep(depth), rest))), lo == 0, layout, depth)
+        cloc, a, b, ptr = self.contains[0]
+        base = ptr.rsplit("/", 1)[0]
+        sep = layout.sep(depth)
+        sub = depth + 1
+        if a == 0 and b is None:
+            body = concat(rest, star(concat(sep, rest)))
+            return container("[", "]", body, lo == 0, layout, depth)
+        if hi is not None or lo > max(a, 1):
+            self._unsupported(base, "contains", "is not enforced together with minItems/maxItems")
+        match = low.lower([*rest_locs, cloc], layout, sub)
+        if b is None:
+            other = rest
+        else:
+            negs = low.negate(cloc)
+            if negs is None:
+                self._unsupported(base, "maxContains", "needs the negation of contains, which is too complex")
+                other = rest
+            else:
+                other = alt(*(low.lower([*rest_locs, *n], layout, sub) for n in negs))
+        parts = []
+        if b is None or b >= max(a, 1):
+            first = max(a, 1)
+            more_hi = None if b is None else b - 1
+            body = concat(
+                star(concat(other, sep)),
+                match,
+                repeat(concat(sep, star(concat(other, sep)), match), first - 1, more_hi),
+                star(concat(sep, other)),
+            )
+            parts.append(body)
+        if a == 0 and not is_nothing(other):
+            parts.append(concat(other, star(concat(sep, other))))
+        return container("[", "]", alt(*parts), a == 0, layout, depth)
+
+    # ------------------------------------------------------------ objects
+    def _value_locs(self, name: str) -> tuple[list[Loc], bool]:
+        """Schemas the value of property ``name`` must satisfy, and whether it is allowed at all."""
+        locs: list[Loc] = []
+        evaluated = False
+        for comp in self.obj:
+            if name in comp.props:
+                locs.append(comp.props[name])
+                evaluated = True
+                continue
+            matched = False
+            for pattern, ploc, p in comp.patterns:
+                try:
+                    hit = self.low.pattern_matches(pattern, name, p)
+                except _Undecided:
+                    hit = False
+                if hit:
+                    locs.append(ploc)
+                    matched = True
+            if matched:
+                evaluated = True
+            elif comp.additional is not None:
+                locs.append(comp.additional)
+                evaluated = True
+        if not evaluated and self.uneval_props is not None:
+            locs.append(self.uneval_props)
+        return locs, True
+
+    def _object(self, layout: Layout, depth: int) -> Node:
+        low = self.low
+        sub = depth + 1
+        names: list[str] = []
+        for comp in self.obj:
+            for name in comp.props:
+                if name not in names:
+                    names.append(name)
+        for name in self.required:
+            if name not in names:
+                names.append(name)
+        for name, deps in self.dep_required.items():
+            for n in (name, *sorted(deps)):
+                if n not in names:
+                    names.append(n)
+        required = set(self.required)
+        members: list[tuple[str, Node, bool]] = []
+        for name in names:
+            req = name in required
+            allowed = name not in self.forbid
+            if allowed and self.prop_names:
+                try:
+                    allowed = low.check(name, self.prop_names)
+                except _Undecided:
+                    self._unsupported(self.prop_names[0].ptr.rsplit("/", 1)[0], "propertyNames", "cannot be checked")
+            value = NOTHING
+            if allowed:
+                locs, _ = self._value_locs(name)
+                value = low.lower(locs, layout, sub)
+            if is_nothing(value):
+                if req:
+                    return NOTHING
+                continue
+            key = quoted(lx.string_literal_content(name))
+            members.append((name, concat(key, layout.colon, value), req))
+        extra = self._extra_member(names, layout, sub)
+        return self._sequence(members, extra, layout, depth)
+
+    def _key_language(self, names: list[str]) -> Node | None:
+        """Keys that are not ``names`` and satisfy ``propertyNames`` (None: unsupported)."""
+        low = self.low
+        base = lx.any_string_content()
+        pn = None
+        if self.prop_names:
+            plain, _, false = low.expand(self.prop_names)
+            if false:
+                return NOTHING
+            norm = _Norm(low)
+            for loc in plain:
+                if any(loc.has(k) for k in ("anyOf", "oneOf", "not", "if")) or loc.extra:
+                    self._unsupported(self.prop_names[0].ptr.rsplit("/", 1)[0], "propertyNames", "with applicators is not supported")
+                    return base if not names else None
+                norm.add(loc)
+            if "string" not in norm.types:
+                return NOTHING
+            if norm.enum is not None:
+                strs = [v for v in norm.enum if isinstance(v, str) and v not in names]
+                try:
+                    strs = [v for v in strs if low.check(v, plain)]
+                except _Undecided:
+                    pass
+                return alt(*(lx.string_literal_content(s) for s in strs))
+            pn = norm.string_content()
+        taken = [*names, *sorted(self.forbid)]
+        if not taken:
+            return base if pn is None else pn
+        if not lx.has_ops():
+            return None
+        lang = lx.difference(base if pn is None else pn, alt(*(lx.string_literal_content(n) for n in taken)), low.limits)
+        return lang
+
+    def _extra_member(self, names: list[str], layout: Layout, sub: int) -> Node | None:
+        low = self.low
+        comps = self.obj
+        patterns = [(pat, ploc, p, i) for i, c in enumerate(comps) for pat, ploc, p in c.patterns]
+        has_additional = any(c.additional is not None for c in comps)
+        colon = layout.colon
+        if len(patterns) > MAX_PATTERN_REGIONS:
+            self._unsupported(patterns[0][2].rsplit("/", 2)[0], "patternProperties", f"with more than {MAX_PATTERN_REGIONS} patterns is not supported")
+            patterns = []
+        regions: list[tuple[Node | None, list[Loc]]] = []
+        base_lang = self._key_language(names)
+        if base_lang is None:
+            ptr = self.ptr
+            self._unsupported(ptr, "additionalProperties", "cannot exclude the named properties from the extra keys")
+            return None
+        if is_nothing(base_lang):
+            return None
+        pattern_nodes = [low.pattern_node(pat, p) for pat, _, p, _ in patterns]
+        if patterns and not lx.has_ops():
+            self._unsupported(self.ptr, "patternProperties", "is not supported")
+            return None
+        for mask in range(1 << len(patterns)):
+            lang: Node = base_lang
+            locs: list[Loc] = []
+            for j, (_, ploc, _, _) in enumerate(patterns):
+                pn = pattern_nodes[j]
+                assert pn is not None
+                if mask >> j & 1:
+                    lang = lx.intersect(lang, pn, low.limits)
+                    locs.append(ploc)
+                else:
+                    lang = lx.difference(lang, pn, low.limits)
+            if patterns and lx.is_empty(lang, low.limits):
+                continue
+            for i, c in enumerate(comps):
+                if not any(mask >> j & 1 for j, pat in enumerate(patterns) if pat[3] == i) and c.additional is not None:
+                    locs.append(c.additional)
+            evaluated = mask != 0 or has_additional
+            if not evaluated and self.uneval_props is not None:
+                locs.append(self.uneval_props)
+            regions.append((lang, locs))
+        parts = []
+        for lang, locs in regions:
+            value = low.lower(locs, layout, sub)
+            if is_nothing(value) or lang is None or is_nothing(lang):
+                continue
+            parts.append(concat(quoted(lang), colon, value))
+        if not parts:
+            return None
+        return alt(*parts)
+
+    def _sequence(self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int) -> Node:
+        sep = layout.sep(depth)
+        n_req = sum(1 for _, _, r in members if r)
+        counting = self.min_props > 0 or self.max_props is not None
+        deps = {k: v for k, v in self.dep_required.items() if any(m[0] == k for m in members)}
+        if counting or deps:
+            optional_idx = [i for i, m in enumerate(members) if not m[2]]
+            if len(optional_idx) <= MAX_ENUMERATED_OPTIONAL:
+                return self._enumerated(members, extra, layout, depth, optional_idx, deps)
+            kw = "dependentRequired" if deps else "minProperties"
+            self._unsupported(self.ptr, kw, f"is not enforced with more than {MAX_ENUMERATED_OPTIONAL} optional properties")
+        if self.low.property_order == "any" and 1 < len(members) <= MAX_ANY_ORDER:
+            return self._any_order(members, extra, layout, depth)
+        more = star(concat(sep, extra)) if extra is not None else EMPTY
+        tail: Node = more
+        tails = [EMPTY] * (len(members) + 1)
+        tails[len(members)] = tail
+        for i in range(len(members) - 1, -1, -1):
+            piece = concat(sep, members[i][1])
+            tail = concat(more, piece if members[i][2] else optional(piece), tail)
+            tails[i] = tail
+        heads: Node = NOTHING
+        for i in range(len(members) - 1, -1, -1):
+            start = concat(members[i][1], tails[i + 1])
+            heads = start if members[i][2] else alt(start, heads)
+        if extra is not None:
+            heads = alt(heads, concat(extra, tails[0]))
+        return container("{", "}", heads, n_req == 0, layout, depth)
+
+    def _enumerated(
+        self,
+        members: list[tuple[str, Node, bool]],
+        extra: Node | None,
+        layout: Layout,
+        depth: int,
+        optional_idx: list[int],
+        deps: dict[str, set[str]],
+    ) -> Node:
+        sep = layout.sep(depth)
+        alts: list[Node] = []
+        empty_ok = False
+        lo, hi = self.min_props, self.max_props
+        for mask in range(1 << len(optional_idx)):
+            chosen = {optional_idx[j] for j in range(len(optional_idx)) if mask >> j & 1}
+            present = [i for i, m in enumerate(members) if m[2] or i in chosen]
+            present_names = {members[i][0] for i in present}
+            if any(k in present_names and not deps[k] <= present_names for k in deps):
+                continue
+            count = len(present)
+            x_lo = max(0, lo - count)
+            x_hi = None if hi is None else hi - count
+            if x_hi is not None and x_hi < 0:
+                continue
+            if extra is None:
+                if x_lo > 0:
+                    continue
+                x_hi = 0
+            seq = [members[i][1] for i in present]
+            if not seq:
+                if x_lo == 0:
+                    empty_ok = True
+                if x_hi == 0:
+                    continue
+                assert extra is not None
+                alts.append(concat(extra, repeat(concat(sep, extra), max(0, x_lo - 1), None if x_hi is None else x_hi - 1)))
+                continue
+            body = [seq[0]]
+            for s in seq[1:]:
+                body += [sep, s]
+            if extra is not None and x_hi != 0:
+                body.append(repeat(concat(sep, extra), x_lo, x_hi))
+            alts.append(concat(*body))
+        return container("{", "}", alt(*alts), empty_ok, layout, depth)
+
+    def _any_order(self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int) -> Node:
+        sep = layout.sep(depth)
+        more = star(concat(sep, extra)) if extra is not None else EMPTY
+        memo: dict[tuple[frozenset[int], bool], Node] = {}
+
+        def perm(rem: frozenset[int], first: bool) -> Node:
+            key = (rem, first)
+            hit = memo.get(key)
+            if hit is not None:
+                return hit
+            parts: list[Node] = []
+            if not first and not any(members[i][2] for i in rem):
+                parts.append(EMPTY)
+            for i in sorted(rem):
+                parts.append(concat(EMPTY if first else sep, members[i][1], more, perm(rem - {i}, False)))
+            node = alt(*parts)
+            memo[key] = node
+            return node
+
+        everything = frozenset(range(len(members)))
+        heads = perm(everything, True)
+        if extra is not None:
+            heads = alt(heads, concat(extra, more, perm(everything, False)))
+        n_req = sum(1 for m in members if m[2])
+        return container("{", "}", heads, n_req == 0, layout, depth)
+
+
+def _below(hi: tuple[Any, bool] | None, lo: tuple[Any, bool] | None) -> bool:
+    if hi is None or lo is None:
+        return False
+    return hi[0] < lo[0] or (hi[0] == lo[0] and (hi[1] or lo[1]))
+
+
+def _string_enum(values: list[str], limits: Any) -> Node:
+    """A large enum of strings as one acyclic automaton.
+
+    Each value is accepted as ``json.dumps`` writes it, with and without
+    ``ensure_ascii``; other spellings (needless escapes) are not.
+    """
+    from ...automata import choices_to_dfa
+    from ...automata.ops import dfa_to_ir
+
+    texts = {json.dumps(v, ensure_ascii=False) for v in values}
+    texts |= {json.dumps(v) for v in values}
+    return dfa_to_ir(choices_to_dfa(sorted(texts), limits))
+
+
+# --------------------------------------------------------------- checking
+def _check_keywords(low: Lowerer, value: Any, loc: Loc, level: int) -> bool:
+    """Evaluate the keywords of one schema on ``value`` (raises ``_Undecided``)."""
+    node = loc.node
+    if not isinstance(node, dict):
+        raise SchemaError("a schema is an object or a boolean", loc.ptr)
+    if level > MAX_INDIRECTION:
+        raise _Undecided("depth")
+    for kw, v in node.items():
+        if kw in loc.omit or kw in ANNOTATIONS or kw in ("minContains", "maxContains"):
+            continue
+        p = f"{loc.ptr}/{kw}"
+        if kw == "$ref":
+            try:
+                target = low.reg.resolve(v, loc, p)
+            except SchemaError:
+                raise _Undecided(p) from None
+            if not low.check(value, [target], level + 1):
+                return False
+        elif kw == "type":
+            types = _parse_types(v, p)
+            if node.get("nullable") is True:
+                types = types | {"null"}
+            if not _has_type(value, types):
+                return False
+        elif kw == "nullable":
+            continue
+        elif kw == "const":
+            if ckey(value) != ckey(v):
+                return False
+        elif kw == "enum":
+            if not isinstance(v, list):
+                raise SchemaError("enum must be an array", p)
+            keys = {ckey(x) for x in v}
+            if node.get("nullable") is True:
+                keys.add(ckey(None))
+            if ckey(value) not in keys:
+                return False
+        elif kw in ("minLength", "maxLength"):
+            if isinstance(value, str):
+                n = _nonneg_int(v, p, kw)
+                if (kw == "minLength" and len(value) < n) or (kw == "maxLength" and len(value) > n):
+                    return False
+        elif kw == "pattern":
+            if isinstance(value, str) and not low.pattern_matches(v, value, p):
+                return False
+        elif kw == "format":
+            if isinstance(value, str) and isinstance(v, str):
+                content = lx.format_content(v)
+                if content is not None and not low.dfa_accepts(content, json.dumps(value, ensure_ascii=False)[1:-1].encode()):
+                    return False
+        elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+            if _is_num(value) and not _check_number(kw, v, value, node, p):
+                return False
+        elif kw in ("minItems", "maxItems"):
+            if isinstance(value, list):
+                n = _nonneg_int(v, p, kw)
+                if (kw == "minItems" and len(value) < n) or (kw == "maxItems" and len(value) > n):
+                    return False
+        elif kw in ("minProperties", "maxProperties"):
+            if isinstance(value, dict):
+                n = _nonneg_int(v, p, kw)
+                if (kw == "minProperties" and len(value) < n) or (kw == "maxProperties" and len(value) > n):
+                    return False
+        elif kw == "required":
+            if isinstance(value, dict) and not all(n in value for n in v):
+                return False
+        elif kw == "dependentRequired":
+            if isinstance(value, dict):
+                for k, names in v.items():
+                    if k in value and not all(n in value for n in names):
+                        return False
+        elif kw == "prefixItems" or (kw == "items" and isinstance(v, list)):
+            if isinstance(value, list):
+                for i, item in enumerate(value[: len(v)]):
+                    if not low.check(item, [loc.child(kw, i)], level + 1):
+                        return False
+        elif kw == "items":
+            if isinstance(value, list):
+                start = len(node.get("prefixItems", [])) if isinstance(node.get("prefixItems"), list) else 0
+                for item in value[start:]:
+                    if not low.check(item, [loc.child(kw)], level + 1):
+                        return False
+        elif kw == "contains":
+            if isinstance(value, list):
+                hits = sum(1 for item in value if low.check(item, [loc.child(kw)], level + 1))
+                lo = node.get("minContains", 1)
+                hi = node.get("maxContains")
+                if hits < lo or (hi is not None and hits > hi):
+                    return False
+        elif kw == "uniqueItems":
+            if v is True and isinstance(value, list):
+                if len({ckey(x) for x in value}) != len(value):
+                    return False
+        elif kw in ("properties", "patternProperties", "additionalProperties"):
+            if isinstance(value, dict) and not _check_props(low, value, loc, kw, level):
+                return False
+        elif kw == "propertyNames":
+            if isinstance(value, dict):
+                for k in value:
+                    if not low.check(k, [loc.child(kw)], level + 1):
+                        return False
+        elif kw == "allOf":
+            if not all(low.check(value, [loc.child(kw, i)], level + 1) for i in range(len(v))):
+                return False
+        elif kw == "anyOf":
+            if not any(low.check(value, [loc.child(kw, i)], level + 1) for i in range(len(v))):
+                return False
+        elif kw == "oneOf":
+            if sum(1 for i in range(len(v)) if low.check(value, [loc.child(kw, i)], level + 1)) != 1:
+                return False
+        elif kw == "not":
+            if low.check(value, [loc.child(kw)], level + 1):
+                return False
+        elif kw == "if":
+            branch = "then" if low.check(value, [loc.child(kw)], level + 1) else "else"
+            if branch in node and branch not in loc.omit and not low.check(value, [loc.child(branch)], level + 1):
+                return False
+        elif kw in ("dependentSchemas", "dependencies"):
+            if isinstance(value, dict):
+                for k, sub in v.items():
+                    if k not in value:
+                        continue
+                    if isinstance(sub, list):
+                        if not all(n in value for n in sub):
+                            return False
+                    elif not low.check(value, [loc.child(kw, k)], level + 1):
+                        return False
+        elif kw in ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"):
+            raise _Undecided(p)
+    return True
+
+
+def _check_number(kw: str, v: Any, value: Any, node: dict[str, Any], p: str) -> bool:
+    if isinstance(v, bool):
+        return True
+    bound = _number(v, p, kw)
+    x = Fraction(Decimal(repr(value))) if isinstance(value, float) else Fraction(value)
+    b = Fraction(Decimal(repr(bound))) if isinstance(bound, float) else Fraction(bound)
+    if kw == "minimum":
+        return x > b if node.get("exclusiveMinimum") is True else x >= b
+    if kw == "maximum":
+        return x < b if node.get("exclusiveMaximum") is True else x <= b
+    if kw == "exclusiveMinimum":
+        return x > b
+    if kw == "exclusiveMaximum":
+        return x < b
+    return b > 0 and (x / b).denominator == 1
+
+
+def _check_props(low: Lowerer, value: dict[str, Any], loc: Loc, kw: str, level: int) -> bool:
+    node = loc.node
+    props = node.get("properties", {}) if "properties" not in loc.omit else {}
+    pats = node.get("patternProperties", {}) if "patternProperties" not in loc.omit else {}
+    for k, item in value.items():
+        if kw == "properties":
+            if k in props and not low.check(item, [loc.child("properties", k)], level + 1):
+                return False
+        elif kw == "patternProperties":
+            for pat in pats:
+                if low.pattern_matches(pat, k, f"{loc.ptr}/patternProperties") and not low.check(
+                    item, [loc.child("patternProperties", pat)], level + 1
+                ):
+                    return False
+        else:
+            if k in props or any(low.pattern_matches(pat, k, loc.ptr) for pat in pats):
+                continue
+            if not low.check(item, [loc.child("additionalProperties")], level + 1):
+                return False
+    return True
