@@ -364,7 +364,11 @@ def number_range_is_empty(
     return _combine(minimum, maximum, exclusive_minimum, exclusive_maximum)[2]
 
 
-def _multiple_of(value: Bound, name: str = "multiple_of") -> Fraction:
+def _multiple_of(value: Bound | Fraction, name: str = "multiple_of") -> Fraction:
+    if isinstance(value, Fraction):
+        if value <= 0:
+            raise ValueError(f"{name} must be a positive number, not {value!r}")
+        return value
     d = _as_decimal(value, name)
     if not d.is_finite() or d <= 0:
         raise ValueError(f"{name} must be a positive number, not {value!r}")
@@ -378,7 +382,7 @@ def json_integer(
     *,
     exclusive_minimum: Bound | None = None,
     exclusive_maximum: Bound | None = None,
-    multiple_of: Bound | None = None,
+    multiple_of: Bound | Fraction | None = None,
     integral_fractions: bool = True,
     limits: Limits | None = None,
 ) -> Node:
@@ -392,7 +396,8 @@ def json_integer(
     exclusive_minimum, exclusive_maximum
         Exclusive bounds.
     multiple_of
-        A positive number: the value must be an integer multiple of it. For an
+        A positive number (also a :class:`~fractions.Fraction`): the value
+        must be an integer multiple of it. For an
         integer value and ``multiple_of = p/q`` in lowest terms this is
         divisibility by ``p``, enforced exactly by a remainder automaton
         (intersected with the range) when ``p`` is below
@@ -658,7 +663,7 @@ def json_number(
     *,
     exclusive_minimum: Bound | None = None,
     exclusive_maximum: Bound | None = None,
-    multiple_of: Bound | None = None,
+    multiple_of: Bound | Fraction | None = None,
     limits: Limits | None = None,
 ) -> Node | None:
     """JSON number texts whose value lies within bounds (and is a multiple of ``multiple_of``).
@@ -668,7 +673,7 @@ def json_number(
     minimum, maximum, exclusive_minimum, exclusive_maximum
         Bounds (``int``, ``float`` or ``Decimal``), as in :func:`json_integer`.
     multiple_of
-        A positive number, read as an exact decimal (a ``float`` by its
+        A positive number (also a :class:`~fractions.Fraction`), read as an exact decimal (a ``float`` by its
         shortest repr: ``0.01`` is one hundredth). Enforced exactly: an
         integer step gives the integer multiples (see :func:`json_integer`),
         ``10**-k`` allows at most ``k`` decimals (then zeros), any other step
