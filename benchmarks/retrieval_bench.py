@@ -13,6 +13,9 @@ For every catalog (N random semantic IDs of length L over a V-token codebook):
   - **HF+dict** — ``transformers``' ``PrefixConstrainedLogitsProcessor`` with a
     dict-of-dicts trie: what ``prefix_allowed_tokens_fn`` users run (per row:
     walk the prefix from the root, list the children, mask the row);
+  - **dict/row** — the plain per-row reading: per row, walk the prefix from
+    the root of a dict-of-dicts trie and set that row's allowed tokens in a
+    boolean mask (one numpy assignment per row), then one ``packbits``;
   - **dict** — a leaner dict-trie baseline: the same per-row walk, but one
     batched numpy assignment and one ``packbits`` for all rows (a bitmask, like
     ours);
@@ -119,6 +122,18 @@ def dict_bitmask(trie: dict, history: np.ndarray, vocab: int) -> np.ndarray:
     return np.packbits(allowed, axis=1, bitorder="little").view(np.int32)
 
 
+def dict_bitmask_per_row(trie: dict, history: np.ndarray, vocab: int) -> np.ndarray:
+    """Bitmask rows from the dict trie, one row at a time (walk, then assign that row)."""
+    words = (vocab + 31) // 32
+    allowed = np.zeros((history.shape[0], words * 32), dtype=bool)
+    for r, prefix in enumerate(history.tolist()):
+        node = trie
+        for t in prefix:
+            node = node[t]
+        allowed[r, list(node)] = True
+    return np.packbits(allowed, axis=1, bitorder="little").view(np.int32)
+
+
 def hf_processor(trie: dict, beam: int) -> Any:
     """transformers' PrefixConstrainedLogitsProcessor over the dict trie (None without transformers)."""
     try:
@@ -220,12 +235,13 @@ def time_baselines(
     beam: int,
     vocab: int,
     repeat: int,
-) -> tuple[float | None, float | None, float | None]:
+) -> tuple[float | None, float | None, float | None, float | None]:
     if trie is None:
-        return None, None, None
+        return None, None, None, None
     dict_t = measure(lambda: dict_bitmask(trie, st.history, vocab), repeat=repeat)
+    row_t = measure(lambda: dict_bitmask_per_row(trie, st.history, vocab), repeat=repeat)
     if proc is None:
-        return None, dict_t, None
+        return None, row_t, dict_t, None
     import torch
 
     ids = torch.from_numpy(st.history)
@@ -233,7 +249,7 @@ def time_baselines(
     zeros = torch.zeros(len(st.nodes))
     hf_t = measure(lambda: proc(ids, logits_t), repeat=repeat)
     hf_step = measure(lambda: hf_beam_step(proc, torch, ids, logits_t, zeros, batch, beam), repeat=repeat)
-    return hf_t, dict_t, hf_step
+    return hf_t, row_t, dict_t, hf_step
 
 
 # ------------------------------------------------------------------ report
@@ -320,11 +336,11 @@ def run_catalog(
         "",
     ]
     header = (
-        "| batch×beam | level | kind | width | constraint µs | HF+dict µs | HF/ours | dict µs | dict/ours "
-        "| beam step µs | HF beam step µs | HF/ours |"
+        "| batch×beam | level | kind | width | constraint µs | HF+dict µs | HF/ours | dict/row µs | row/ours "
+        "| dict µs | dict/ours | beam step µs | HF beam step µs | HF/ours |"
     )
     header += "".join(f" {be.name} constraint µs | {be.name} beam step µs |" for be in extra)
-    lines += [header, "|" + "---|" * (12 + 2 * len(extra))]
+    lines += [header, "|" + "---|" * (14 + 2 * len(extra))]
     numpy_be = Backend("numpy", _NumpyOps(), lambda a: a, lambda: None, True)
     for batch, beam in shapes:
         rows = batch * beam
@@ -337,13 +353,17 @@ def run_catalog(
                 assert np.array_equal(got, dict_bitmask(trie, st.history, vocab)), (
                     "dict trie and index disagree"
                 )
+                assert np.array_equal(got, dict_bitmask_per_row(trie, st.history, vocab))
             ours = time_constraint(index, st, numpy_be, args.repeat)
             ours_step = time_beam_step(index, st, logits, batch, beam, numpy_be, args.repeat)
-            hf_t, dict_t, hf_step = time_baselines(trie, proc, st, logits, batch, beam, vocab, args.repeat)
+            hf_t, row_t, dict_t, hf_step = time_baselines(
+                trie, proc, st, logits, batch, beam, vocab, args.repeat
+            )
             kind = "dense" if st.level < index.dense_depth else "sparse"
             row = (
                 f"| {batch}×{beam} | {st.level} | {kind} | {int(index.level_width[st.level])} | {fmt_us(ours)} | "
-                f"{fmt_us(hf_t)} | {fmt_ratio(hf_t, ours)} | {fmt_us(dict_t)} | {fmt_ratio(dict_t, ours)} | "
+                f"{fmt_us(hf_t)} | {fmt_ratio(hf_t, ours)} | {fmt_us(row_t)} | {fmt_ratio(row_t, ours)} | "
+                f"{fmt_us(dict_t)} | {fmt_ratio(dict_t, ours)} | "
                 f"{fmt_us(ours_step)} | {fmt_us(hf_step)} | {fmt_ratio(hf_step, ours_step)} |"
             )
             for be in extra:
@@ -377,7 +397,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch-cpu", action="store_true", help="also time the torch path on CPU tensors")
     p.add_argument("--no-cuda", action="store_true", help="skip CUDA timings even when CUDA is available")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (default 1, like numpy's single-threaded step; 0 keeps torch's default)",
+    )
     args = p.parse_args(argv)
+    if args.torch_threads > 0:
+        try:
+            import torch
+
+            torch.set_num_threads(args.torch_threads)
+        except ImportError:
+            pass
     preset = FULL if args.full else QUICK
     ns = parse_sizes(args.n, preset["n"])
     lengths = parse_sizes(args.length, preset["length"])
@@ -389,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"numpy {np.__version__}; medians of {args.repeat} timed batches; rows = batch × beam; "
         "constraint = fill_bitmask + next_nodes (checked); "
+        f"torch threads: {args.torch_threads or 'default'}; "
         f"extra backends: {', '.join(be.name for be in extra) or 'none (no CUDA)'}\n"
     )
     for length in lengths:

@@ -228,7 +228,8 @@ def test_logits_without_the_end_column_make_ending_free(cat, backend_torch):
     res = constrained_beam_search(step, index, batch_size=2, beam_width=beam, **kwargs)
     for q in range(2):
         expect = {
-            s: sum(log_softmax(prefix_logits(s[:k], q, vocab))[s[k]] for k in range(len(s))) for s in set(items)
+            s: sum(log_softmax(prefix_logits(s[:k], q, vocab))[s[k]] for k in range(len(s)))
+            for s in set(items)
         }
         assert sorted(res.sequences[q]) == sorted(expect)
         for s, score in zip(res.sequences[q], res.scores[q].tolist(), strict=True):

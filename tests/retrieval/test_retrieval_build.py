@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -95,17 +97,24 @@ def test_memory_is_the_csr_plus_dense_tables():
     assert index.memory_usage()["filter_support"] > 0
 
 
+@pytest.mark.parametrize("suffix", ["npz", "parquet"])
 @pytest.mark.parametrize("mmap", [True, False])
-def test_save_and_load_round_trip(tmp_path, mmap):
+def test_save_and_load_round_trip(tmp_path, mmap, suffix):
+    if suffix == "parquet":
+        pytest.importorskip("pyarrow.parquet")
     ragged = [[5, 1, 2], [5, 1], [3], [5, 1, 2], [0, 9, 9], [5, 2]]
     index = StaticIndex.from_sequences(ragged, 10, dense_depth=2)
-    path = tmp_path / "catalog.npz"
+    path = tmp_path / f"catalog.{suffix}"
     index.save(path)
     loaded = StaticIndex.load(path, mmap=mmap)
     assert repr(loaded) == repr(index)
     for name in ("row_ptr", "edge_token", "level_start", "level_width", "item_rank"):
         assert np.array_equal(getattr(loaded, name), getattr(index, name)), name
-    if mmap:
+        assert getattr(loaded, name).dtype == getattr(index, name).dtype, name
+    for d in range(index.dense_depth):
+        assert np.array_equal(loaded._dense_mask[d], index._dense_mask[d])
+        assert np.array_equal(loaded._dense_child[d], index._dense_child[d])
+    if mmap and suffix == "npz":
         assert not loaded.row_ptr.flags.writeable
     for level in range(3):
         seqs = [s for s in ragged if len(s) > level]
@@ -124,10 +133,31 @@ def test_save_and_load_round_trip(tmp_path, mmap):
     ]
 
 
+def test_parquet_round_trip_of_a_larger_catalog_and_garbage(tmp_path):
+    pytest.importorskip("pyarrow.parquet")
+    rng = np.random.default_rng(5)
+    seqs = rng.integers(0, 70_000, (3_000, 5))  # int32 tokens, a sparse and a dense level
+    index = StaticIndex.from_sequences(seqs, 70_000, dense_depth=1)
+    index.save(tmp_path / "big.pq")
+    loaded = StaticIndex.load(tmp_path / "big.pq")
+    assert loaded.edge_token.dtype == np.int32
+    assert loaded.contains_many(seqs).all()
+    assert not loaded.contains_many(rng.integers(0, 70_000, (500, 5))).any()
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(CatalogError, match="cannot read"):
+        StaticIndex.load(tmp_path / "bad.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "other.parquet")
+    with pytest.raises(CatalogError, match="not a saved StaticIndex"):
+        StaticIndex.load(tmp_path / "other.parquet")
+
+
 def test_save_rejects_other_formats_and_load_rejects_garbage(tmp_path):
     index = StaticIndex.from_sequences([[1, 2]], 4)
     with pytest.raises(CatalogError, match="npz"):
-        index.save(tmp_path / "catalog.parquet")
+        index.save(tmp_path / "catalog.json")
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
     with pytest.raises(CatalogError, match="cannot read"):
@@ -228,3 +258,13 @@ def test_zero_rows_at_every_level():
         assert index.fill_bitmask(empty, level, np.zeros((0, 1), np.int32)).shape == (0, 1)
         assert index.next_nodes(empty, empty, level).shape == (0,)
         assert index.apply_mask_(np.zeros((0, 9)), empty, level).shape == (0, 9)
+
+
+def test_parquet_without_pyarrow_names_the_package(tmp_path, monkeypatch):
+    index = StaticIndex.from_sequences([[1, 2]], 4)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now fails
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match="pip install pyarrow"):
+        index.save(tmp_path / "catalog.parquet")
+    with pytest.raises(ImportError, match="pip install pyarrow"):
+        StaticIndex.load(tmp_path / "catalog.parquet")

@@ -107,7 +107,9 @@ def walk_all(index, items, allowed=None, item_filter=None):
             narrow = logits[:, : index.vocab_size].copy()
             index.apply_mask_(narrow, nodes, level, item_filter=item_filter)
             assert np.array_equal(np.isfinite(narrow), keep[:, : index.vocab_size])
-            assert np.array_equal(narrow[np.isfinite(narrow)], logits[:, : index.vocab_size][keep[:, : index.vocab_size]])
+            assert np.array_equal(
+                narrow[np.isfinite(narrow)], logits[:, : index.vocab_size][keep[:, : index.vocab_size]]
+            )
         # follow every token of the unfiltered catalog
         rows, toks = np.nonzero(bitmask_to_bool(index.fill_bitmask(nodes, level, bitmask), index.num_columns))
         nxt = index.next_nodes(nodes[rows], toks, level)

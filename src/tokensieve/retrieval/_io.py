@@ -1,20 +1,81 @@
-"""Uncompressed ``.npz`` files whose members can be memory-mapped.
+"""Index files: uncompressed ``.npz`` (memory-mappable) and Parquet (via pyarrow).
 
 ``np.savez`` stores each array as an uncompressed zip member; ``np.load`` does
 not map members of an ``.npz``, so :func:`load_npz` finds each member's data
 offset in the zip's local header and maps it with :class:`numpy.memmap`.
+
+A Parquet file holds one row; every array is a column of type
+``large_list<T>`` (its flattened values, typed), and the schema metadata key
+``tokensieve.static_index`` records each array's shape and dtype. Parquet
+pages are encoded, so a Parquet index is decoded into memory on load.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 import zipfile
+from typing import Any
 
 import numpy as np
 
 from ._errors import CatalogError
 
-__all__ = ["load_npz", "save_npz"]
+__all__ = ["load_npz", "load_parquet", "save_npz", "save_parquet"]
+
+_PARQUET_KEY = b"tokensieve.static_index"
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise ImportError(
+            "Parquet index files need pyarrow: pip install pyarrow (or use a .npz path)"
+        ) from exc
+    return pa, pq
+
+
+def save_parquet(path: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` as one Parquet row (one typed list column per array)."""
+    pa, pq = _pyarrow()
+    columns = []
+    layout: dict[str, Any] = {}
+    for name, a in arrays.items():
+        arr = np.ascontiguousarray(a)
+        flat = arr.reshape(-1)
+        offsets = pa.array(np.array([0, flat.size], dtype=np.int64))
+        columns.append(pa.LargeListArray.from_arrays(offsets, pa.array(flat)))
+        layout[name] = {"shape": list(arr.shape), "dtype": arr.dtype.str}
+    table = pa.Table.from_arrays(columns, names=list(arrays))
+    table = table.replace_schema_metadata({_PARQUET_KEY: json.dumps(layout).encode()})
+    pq.write_table(table, path, compression="zstd", use_dictionary=False)
+
+
+def load_parquet(path: str, *, mmap: bool) -> dict[str, np.ndarray]:
+    """Read every array of a Parquet file written by :func:`save_parquet`."""
+    pa, pq = _pyarrow()
+    try:
+        table = pq.read_table(path, memory_map=mmap)
+    except (OSError, pa.ArrowException) as exc:
+        raise CatalogError(f"cannot read index file {path!r}: {exc}") from exc
+    meta = table.schema.metadata or {}
+    if _PARQUET_KEY not in meta:
+        raise CatalogError(f"{path!r} is not a saved StaticIndex: no {_PARQUET_KEY.decode()} metadata")
+    try:
+        layout = json.loads(meta[_PARQUET_KEY])
+        out: dict[str, np.ndarray] = {}
+        for name, info in layout.items():
+            dtype = np.dtype(info["dtype"])
+            if dtype.hasobject:
+                raise ValueError(f"column {name} has dtype {dtype}")
+            column = table.column(name).combine_chunks()
+            values = column.flatten().to_numpy(zero_copy_only=False)
+            out[name] = np.ascontiguousarray(values, dtype=dtype).reshape(info["shape"])
+    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:
+        raise CatalogError(f"{path!r} is not a saved StaticIndex: {exc}") from exc
+    return out
 
 
 def save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:

@@ -597,15 +597,26 @@ class StaticIndex:
     # ------------------------------------------------------------- save/load
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the index to an uncompressed ``.npz`` file (memory-mappable on load).
+        """Write the index to ``path``: ``.npz`` or ``.parquet``, by its suffix.
 
-        Parquet is not supported: pyarrow is not a dependency.
+        Parameters
+        ----------
+        path
+            ``*.npz``: an uncompressed ``.npz`` whose arrays are memory-mapped
+            on load. ``*.parquet`` (or ``*.pq``): a Parquet file (needs
+            pyarrow), one typed list column per array, zstd-compressed;
+            decoded into memory on load.
+
+        Raises
+        ------
+        CatalogError
+            For any other suffix.
+        ImportError
+            For a Parquet path when pyarrow is not installed.
         """
         path = os.fspath(path)
-        if not path.endswith(".npz"):
-            raise CatalogError(
-                f"save() writes .npz files (Parquet needs pyarrow, not supported); got {path!r}"
-            )
+        if not path.endswith((".npz", ".parquet", ".pq")):
+            raise CatalogError(f"save() writes .npz or .parquet files; got {path!r}")
         arrays: dict[str, np.ndarray] = {
             "row_ptr": self.row_ptr,
             "edge_token": self.edge_token,
@@ -629,7 +640,10 @@ class StaticIndex:
         for d, (m, c) in enumerate(zip(self._dense_mask, self._dense_child, strict=True)):
             arrays[f"dense_mask_{d}"] = m
             arrays[f"dense_child_{d}"] = c
-        _io.save_npz(path, arrays)
+        if path.endswith(".npz"):
+            _io.save_npz(path, arrays)
+        else:
+            _io.save_parquet(path, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> StaticIndex:
@@ -638,15 +652,28 @@ class StaticIndex:
         Parameters
         ----------
         path
-            ``.npz`` file.
+            ``.npz`` or ``.parquet`` / ``.pq`` file written by :meth:`save`.
         mmap
-            Map the arrays read-only instead of reading them into memory.
+            ``.npz``: map the arrays read-only instead of reading them into
+            memory. Parquet: read through a memory map (the pages are still
+            decoded into memory).
 
         Returns
         -------
         StaticIndex
+
+        Raises
+        ------
+        CatalogError
+            When the file cannot be read or holds no saved index.
+        ImportError
+            For a Parquet file when pyarrow is not installed.
         """
-        arrays = _io.load_npz(os.fspath(path), mmap=mmap)
+        name = os.fspath(path)
+        if name.endswith((".parquet", ".pq")):
+            arrays = _io.load_parquet(name, mmap=mmap)
+        else:
+            arrays = _io.load_npz(name, mmap=mmap)
         try:
             meta = [int(x) for x in arrays["meta"]]
             version, vocab, eos, dense_depth, max_length, num_unique, num_sequences, has_items = meta
@@ -750,7 +777,11 @@ class StaticIndex:
         if logits.shape[0] != rows or logits.shape[1] < self._min_logit_columns:
             raise CatalogError(
                 f"logits has shape {logits.shape}; need ({rows}, >= num_columns={self._num_columns})"
-                + ("" if self._min_logit_columns == self._num_columns else f" or ({rows}, {self._vocab_size})")
+                + (
+                    ""
+                    if self._min_logit_columns == self._num_columns
+                    else f" or ({rows}, {self._vocab_size})"
+                )
             )
 
     def _raise_not_child(self, nodes: Any, tokens: Any, level: int, found: Any) -> None:
