@@ -105,6 +105,9 @@ def _suite_cases(name: str) -> list[tuple[str, bool]]:
         "ipv6",
         "uri",
         "uri-reference",
+        "iri",
+        "iri-reference",
+        "uri-template",
         "uuid",
         "json-pointer",
         "relative-json-pointer",
@@ -131,7 +134,7 @@ def test_suite(name: str, automata: dict[str, tuple[ByteDFA, ByteDFA]]) -> None:
 
 
 def test_unknown_formats() -> None:
-    for name in ("regex", "iri", "idn-email", "idn-hostname", "uri-template", "bogus", ""):
+    for name in ("regex", "idn-email", "idn-hostname", "bogus", "", "DATE"):
         assert format_content(name) is None
 
 

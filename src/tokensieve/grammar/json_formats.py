@@ -30,12 +30,17 @@ format                      language (exact unless said otherwise)
 ``ipv6``                    RFC 4291 text forms: all ``::`` compressions,
                             embedded IPv4, hex in either case; no zone, no prefix
 ``uri``, ``uri-reference``  RFC 3986 ``URI`` and ``URI-reference`` (ASCII only)
+``iri``, ``iri-reference``  RFC 3987 ``IRI`` and ``IRI-reference`` (``ucschar``
+                            and, in queries, ``iprivate`` allowed unescaped)
+``uri-template``            RFC 6570 (levels 1 to 4; the apostrophe counts as
+                            a literal, per the errata; the reserved operators
+                            ``= , ! @ |`` are rejected)
 ``uuid``                    RFC 4122 ``8-4-4-4-12`` hex digits, either case
 ``json-pointer``            RFC 6901 (``~`` only as ``~0`` or ``~1``)
 ``relative-json-pointer``   a non-negative integer, then ``#`` or a JSON pointer
 ==========================  ====================================================
 
-Other names (``regex``, ``iri``, ``idn-email``, ``uri-template``, ...) give
+Other names (``regex``, ``idn-email``, ``idn-hostname``, ...) give
 ``None``: the caller reports them as not enforced.
 """
 
@@ -123,27 +128,51 @@ _DOT_ATOM = f"{_ATEXT}+(?:\\.{_ATEXT}+)*"
 _QUOTED = '"(?:[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\x20-\\x7E])*"'
 _EMAIL = f"(?:{_DOT_ATOM}|{_QUOTED})@(?:{_HOSTNAME}|\\[{_IPV4}\\]|\\[IPv6:{_IPV6}\\])"
 
-# --- URIs (RFC 3986)
-_UNRESERVED = "A-Za-z0-9\\-._~"
+# --- URIs (RFC 3986) and IRIs (RFC 3987)
 _SUB_DELIMS = "!$&'()*+,;="
 _PCT = f"%{_HEX}{_HEX}"
-_PCHAR = f"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
 _SCHEME = f"{_ALPHA}[A-Za-z0-9+\\-.]*"
-_USERINFO = f"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*"
-_IPVFUTURE = f"[vV]{_HEX}+\\.[{_UNRESERVED}{_SUB_DELIMS}:]+"
-_HOST = f"(?:\\[(?:{_IPV6}|{_IPVFUTURE})\\]|(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*)"
-_AUTHORITY = f"(?:{_USERINFO}@)?{_HOST}(?::[0-9]*)?"
-_SEGMENT = f"{_PCHAR}*"
-_SEGMENT_NZ = f"{_PCHAR}+"
-_SEGMENT_NZ_NC = f"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+"
-_PATH_ABEMPTY = f"(?:/{_SEGMENT})*"
-_PATH_ABSOLUTE = f"/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?"
-_PATH_ROOTLESS = f"{_SEGMENT_NZ}(?:/{_SEGMENT})*"
-_PATH_NOSCHEME = f"{_SEGMENT_NZ_NC}(?:/{_SEGMENT})*"
-_QUERY = f"(?:{_PCHAR}|[/?])*"
-_TAIL = f"(?:\\?{_QUERY})?(?:#{_QUERY})?"
-_URI = f"{_SCHEME}:(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS}|){_TAIL}"
-_RELATIVE_REF = f"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME}|){_TAIL}"
+#: RFC 3987 ``ucschar`` and ``iprivate``, as class contents
+_UCSCHAR = (
+    "\\u00A0-\\uD7FF\\uF900-\\uFDCF\\uFDF0-\\uFFEF"
+    + "".join(f"\\u{{{plane:X}0000}}-\\u{{{plane:X}FFFD}}" for plane in range(1, 14))
+    + "\\u{E1000}-\\u{EFFFD}"
+)
+_IPRIVATE = "\\uE000-\\uF8FF\\u{F0000}-\\u{FFFFD}\\u{100000}-\\u{10FFFD}"
+
+
+def _uri_patterns(unreserved: str, private: str) -> tuple[str, str]:
+    """``(absolute, relative reference)`` patterns of RFC 3986, or RFC 3987 with wider classes."""
+    pchar = f"(?:[{unreserved}{_SUB_DELIMS}:@]|{_PCT})"
+    userinfo = f"(?:[{unreserved}{_SUB_DELIMS}:]|{_PCT})*"
+    ipvfuture = f"[vV]{_HEX}+\\.[A-Za-z0-9\\-._~{_SUB_DELIMS}:]+"
+    host = f"(?:\\[(?:{_IPV6}|{ipvfuture})\\]|(?:[{unreserved}{_SUB_DELIMS}]|{_PCT})*)"
+    authority = f"(?:{userinfo}@)?{host}(?::[0-9]*)?"
+    segment = f"{pchar}*"
+    segment_nz = f"{pchar}+"
+    segment_nz_nc = f"(?:[{unreserved}{_SUB_DELIMS}@]|{_PCT})+"
+    path_abempty = f"(?:/{segment})*"
+    path_absolute = f"/(?:{segment_nz}(?:/{segment})*)?"
+    path_rootless = f"{segment_nz}(?:/{segment})*"
+    path_noscheme = f"{segment_nz_nc}(?:/{segment})*"
+    query = f"(?:{pchar}|[/?{private}])*"
+    fragment = f"(?:{pchar}|[/?])*"
+    tail = f"(?:\\?{query})?(?:#{fragment})?"
+    absolute = f"{_SCHEME}:(?://{authority}{path_abempty}|{path_absolute}|{path_rootless}|){tail}"
+    relative = f"(?://{authority}{path_abempty}|{path_absolute}|{path_noscheme}|){tail}"
+    return absolute, relative
+
+
+_UNRESERVED = "A-Za-z0-9\\-._~"
+_URI, _RELATIVE_REF = _uri_patterns(_UNRESERVED, "")
+_IRI, _IRELATIVE_REF = _uri_patterns(_UNRESERVED + _UCSCHAR, _IPRIVATE)
+
+# --- URI templates (RFC 6570; the apostrophe is a literal, as its errata say)
+_VARCHAR = f"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = f"{_VARCHAR}(?:\\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\\*)?"
+_EXPRESSION = f"\\{{[+#./;?&]?{_VARSPEC}(?:,{_VARSPEC})*\\}}"
+_TEMPLATE_LITERAL = f"(?:[!#$&'()*+,\\-./0-9:;=?@A-Z\\[\\]_a-z~{_UCSCHAR}{_IPRIVATE}]|{_PCT})"
+_URI_TEMPLATE = f"(?:{_TEMPLATE_LITERAL}|{_EXPRESSION})*"
 
 # --- durations (RFC 3339 Appendix A)
 _DUR_SECOND = "[0-9]+S"
@@ -167,6 +196,9 @@ _PATTERNS = {
     "ipv6": _IPV6,
     "uri": _URI,
     "uri-reference": f"(?:{_URI}|{_RELATIVE_REF})",
+    "iri": _IRI,
+    "iri-reference": f"(?:{_IRI}|{_IRELATIVE_REF})",
+    "uri-template": _URI_TEMPLATE,
     "uuid": f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}",
     "json-pointer": _JSON_POINTER,
     "relative-json-pointer": f"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})",
