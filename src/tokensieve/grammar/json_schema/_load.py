@@ -34,6 +34,15 @@ LIST_KEYWORDS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 MAP_KEYWORDS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 
 
+def join_uri(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` (also for non-hierarchical bases such as ``urn:``)."""
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    if ":" in ref.split("/", 1)[0]:
+        return ref
+    return urljoin(base, ref)
+
+
 def escape_pointer(token: str) -> str:
     """One JSON pointer reference token (RFC 6901)."""
     return token.replace("~", "~0").replace("/", "~1")
@@ -112,7 +121,7 @@ class Loc:
             ptr += "/" + escape_pointer(str(t))
         base = self.base
         if isinstance(node, dict) and isinstance(node.get("$id"), str):
-            base = urldefrag(urljoin(base, node["$id"]))[0]
+            base = urldefrag(join_uri(base, node["$id"]))[0]
         return Loc(ptr, node, base)
 
     def without(self, keyword: str) -> Loc:
@@ -137,7 +146,7 @@ class Registry:
         self.anchors: dict[str, Loc] = {}
         base = DEFAULT_BASE
         if isinstance(root, dict) and isinstance(root.get("$id"), str):
-            base = urldefrag(urljoin(DEFAULT_BASE, root["$id"]))[0]
+            base = urldefrag(join_uri(DEFAULT_BASE, root["$id"]))[0]
         self.root_loc = Loc("", root, base)
         self.resources[DEFAULT_BASE] = self.root_loc
         self._walk(self.root_loc)
@@ -179,7 +188,7 @@ class Registry:
         SchemaError
             For references outside the document or to nothing.
         """
-        full = urljoin(loc.base, ref)
+        full = join_uri(loc.base, ref)
         uri, frag = urldefrag(full)
         if frag and not frag.startswith("/"):
             hit = self.anchors.get(uri + "#" + frag)

@@ -14,6 +14,7 @@ inlined by the automaton stage.
 from __future__ import annotations
 
 import itertools
+from collections import deque
 import json
 import math
 from fractions import Fraction
@@ -172,12 +173,12 @@ class Lowerer:
 
     def expand(self, locs: list[Loc]) -> tuple[list[Loc], bool, bool]:
         """``$ref`` and ``allOf`` expanded: (plain schemas, whether a reference was followed, false seen)."""
-        todo = list(locs)
+        todo = deque(locs)
         seen: set[Any] = set()
         plain: list[Loc] = []
         used_ref = False
         while todo:
-            loc = todo.pop()
+            loc = todo.popleft()
             ident = loc.ident()
             if ident in seen:
                 continue
@@ -222,6 +223,8 @@ class Lowerer:
     def lower(self, locs: list[Loc], layout: Layout, depth: int) -> Node:
         """IR for the values that satisfy every schema in ``locs``, at nesting ``depth``."""
         self._depth += 1
+        if layout.mode != "indent":
+            depth = 0  # the layout does not depend on the depth: share rules across depths
         try:
             if self._depth > self.limits.max_nesting_depth:
                 raise LimitExceeded(
@@ -414,9 +417,7 @@ class Lowerer:
                 types = _parse_types(v, p)
                 if "integer" in types and "number" not in types:
                     return None
-                if "number" in types:
-                    types = types | {"integer"}
-                rest = sorted(ALL_TYPES - types - {"integer"} if "number" in types else ALL_TYPES - types - {"integer", "number"})
+                rest = sorted(ALL_TYPES - types - {"integer", "number"} if "number" in types else ALL_TYPES - types - {"integer"})
                 if rest:
                     out.append([make("type", {"type": rest})])
             elif kw == "nullable":
