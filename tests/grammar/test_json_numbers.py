@@ -320,3 +320,10 @@ def test_huge_bounds_are_cheap() -> None:
     assert dfa.accepts(str(big).encode()) and dfa.accepts(str(2 * big).encode())
     assert not dfa.accepts(str(big - 1).encode()) and not dfa.accepts(str(2 * big + 1).encode())
     assert dfa.num_states < 5000
+
+
+def test_multiple_of_decimal_places_limit() -> None:
+    with pytest.raises(LimitExceeded):
+        json_number(multiple_of=Decimal("1e-500"), limits=Limits(max_repetition=100))
+    acc = Accepts(json_number(multiple_of=Decimal("1e-30")))  # type: ignore[arg-type]
+    assert acc("0." + "0" * 29 + "1") and not acc("0." + "0" * 30 + "1") and acc("1." + "0" * 40)

@@ -327,3 +327,14 @@ def test_length_errors_and_empty() -> None:
     assert json_string_length(3, 2) is NOTHING
     with pytest.raises(ValueError):
         json_string_length(-1)
+
+
+def test_pattern_limits_and_memo() -> None:
+    from tokensieve.errors import LimitExceeded
+    from tokensieve.limits import Limits
+
+    assert json_string_pattern("^ab+$") is json_string_pattern("^ab+$")
+    with pytest.raises(LimitExceeded):
+        json_string_pattern("a" * 50, Limits(max_pattern_length=10))
+    with pytest.raises(TypeError):
+        json_string_pattern(b"a")  # type: ignore[arg-type]

@@ -723,6 +723,9 @@ def json_number(
         scaled = _decimal_step(m)
         if scaled[0] == 1:
             max_decimals, scaled = scaled[1], None
+            cap = (limits or Limits()).max_repetition
+            if max_decimals > cap:
+                raise LimitExceeded("max_repetition", cap, f"multiple_of allows {max_decimals} decimals")
     if empty:
         return NOTHING
     if lower is None and upper is None and max_decimals is None and scaled is None:

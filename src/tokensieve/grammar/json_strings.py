@@ -407,8 +407,18 @@ def json_string_pattern(pattern: str, limits: Limits | None = None) -> Node:
         with the position in ``pattern``.
     LimitExceeded
         When a limit is exceeded.
+
+    Notes
+    -----
+    Results are memoised per ``(pattern, limits)`` (IR nodes are immutable).
     """
-    limits = limits or Limits()
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
+    return _pattern(pattern, limits or Limits())
+
+
+@lru_cache(maxsize=256)
+def _pattern(pattern: str, limits: Limits) -> Node:
     node = parse_regex(pattern, limits)
     any_text = star(ANY_CHAR)
     anchors = _anchor_positions(pattern)
