@@ -338,3 +338,44 @@ def test_pattern_limits_and_memo() -> None:
         json_string_pattern("a" * 50, Limits(max_pattern_length=10))
     with pytest.raises(TypeError):
         json_string_pattern(b"a")  # type: ignore[arg-type]
+
+
+def _random_pattern(rng: random.Random, depth: int = 0) -> str:
+    atoms = ["a", "b", "é", "[ab]", "[^a]", ".", "(?:a|b)", "😀"]
+    parts = []
+    for _ in range(rng.randint(0, 3)):
+        atom = (
+            rng.choice(atoms)
+            if rng.random() < 0.6 or depth > 2
+            else "(" + _random_pattern(rng, depth + 1) + ")"
+        )
+        parts.append(atom + rng.choice(["", "", "*", "+", "?", "{1,2}"]))
+    body = "".join(parts)
+    if rng.random() < 0.3:
+        body = "^" + body
+    if rng.random() < 0.3:
+        body += "$"
+    if rng.random() < 0.3:
+        body += "|" + _random_pattern(rng, depth + 1)
+    return body
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_patterns_with_anchors(seed: int) -> None:
+    rng = random.Random(seed)
+    checked = 0
+    for _ in range(60):
+        pattern = _random_pattern(rng)
+        try:
+            node = json_string_pattern(pattern)
+        except GrammarError:
+            continue  # anchors where the parser does not support them
+        checked += 1
+        dfa = None if is_nothing(node) else ir_to_dfa(node)
+        oracle = re.compile(_python_pattern(pattern))
+        for _ in range(25):
+            s = "".join(rng.choice(["a", "b", "c", "é", "😀", "\n"]) for _ in range(rng.randint(0, 5)))
+            expected = oracle.search(s) is not None
+            for enc in (json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]):
+                assert (dfa is not None and dfa.accepts(enc.encode())) == expected, (pattern, s, enc)
+    assert checked >= 20
