@@ -327,3 +327,16 @@ def test_multiple_of_decimal_places_limit() -> None:
         json_number(multiple_of=Decimal("1e-500"), limits=Limits(max_repetition=100))
     acc = Accepts(json_number(multiple_of=Decimal("1e-30")))  # type: ignore[arg-type]
     assert acc("0." + "0" * 29 + "1") and not acc("0." + "0" * 30 + "1") and acc("1." + "0" * 40)
+
+
+def test_digits_range_brute_force() -> None:
+    from tokensieve.grammar.json_numbers import digits_range
+
+    texts = {str(v) for v in range(-1200, 1201)} | {"-0", "01", "-01", "00", "1.0"}
+    for lo, hi in [(None, None), (-1000, 999), (5, None), (None, -7), (0, 0), (-19, -10), (98, 1001)]:
+        acc = Accepts(digits_range(lo, hi))
+        for t in texts:
+            ok = PLAIN.fullmatch(t) is not None and "." not in t
+            ok = ok and (lo is None or int(t) >= lo) and (hi is None or int(t) <= hi)
+            assert acc(t) == ok, (lo, hi, t)
+    assert digits_range(3, 2) is NOTHING

@@ -218,19 +218,18 @@ def _natural_digits(lo: int, hi: int | None) -> Node:
     return alt(*parts)
 
 
-def digits_range(lo: int, hi: int | None) -> Node:
+def digits_range(lo: int | None, hi: int | None) -> Node:
     """JSON integer texts (``-?(0|[1-9][0-9]*)``, ``-0`` meaning 0) with a value in ``lo..hi``.
 
     Parameters
     ----------
     lo, hi
-        Inclusive integer bounds; ``hi=None`` is unbounded above. ``lo`` may be
-        negative (use a very negative ``lo`` … there is no ``-inf``: see
-        :func:`json_integer` for half-open ranges).
+        Inclusive integer bounds, any sign; ``None`` is unbounded on that side.
 
     Returns
     -------
     Node
+        No fraction and no exponent; :data:`NOTHING` when ``lo > hi``.
     """
     return _integer_texts(lo, hi, fraction=False)
 
