@@ -111,8 +111,16 @@ def walk_all(index, items, allowed=None, item_filter=None):
                 narrow[np.isfinite(narrow)], logits[:, : index.vocab_size][keep[:, : index.vocab_size]]
             )
         # follow every token of the unfiltered catalog
-        rows, toks = np.nonzero(bitmask_to_bool(index.fill_bitmask(nodes, level, bitmask), index.num_columns))
+        full = bitmask_to_bool(index.fill_bitmask(nodes, level, bitmask), index.num_columns)
+        # right after a fill of the same rows, next_nodes reuses what the fill gathered
+        first = full.argmax(axis=1)
+        reused = index.next_nodes(nodes, first, level)
+        assert np.array_equal(reused, index.next_nodes(nodes, first, level, check=False))
+        rows, toks = np.nonzero(full)
         nxt = index.next_nodes(nodes[rows], toks, level)
+        assert nxt.dtype == np.int64 and reused.dtype == np.int64
+        pick = {(r, t): n for r, t, n in zip(rows.tolist(), toks.tolist(), nxt.tolist(), strict=True)}
+        assert reused.tolist() == [pick[(r, t)] for r, t in enumerate(first.tolist())]
         for r, t, child in zip(rows.tolist(), toks.tolist(), nxt.tolist(), strict=True):
             if eos is not None and t == eos:
                 assert child == index.end_node

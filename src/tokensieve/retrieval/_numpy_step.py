@@ -77,11 +77,11 @@ class SparsePlan:
         return off
 
     def gather(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``start`` per row; flat ``idx`` (edge ids), ``tok`` (int64) and ``inside`` per slot."""
+        """``start`` per row; flat ``idx`` (edge ids), ``tok`` (edge_token's dtype) and ``inside`` per slot."""
         start = self.row_ptr.take(nodes)
         idx = start.take(self.row)
         idx += self.slot
-        tok = self.edge_token.take(idx).astype(np.int64)
+        tok = self.edge_token.take(idx)
         inside = idx < self.row_end.take(nodes).take(self.row)
         return start, idx, tok, inside
 
@@ -89,7 +89,7 @@ class SparsePlan:
 class Gathered:
     """What one fill gathered for some rows, reusable by :func:`next_nodes`."""
 
-    __slots__ = ("inside", "level", "nodes", "start", "tok")
+    __slots__ = ("idx", "inside", "level", "nodes", "start", "tok")
 
     def __init__(
         self,
@@ -98,12 +98,14 @@ class Gathered:
         start: np.ndarray,
         tok: np.ndarray | None,
         inside: np.ndarray | None,
+        idx: np.ndarray | None = None,
     ) -> None:
         self.nodes = nodes.copy()
         self.level = level
         self.start = start
         self.tok = tok
         self.inside = inside
+        self.idx = idx
 
     def matches(self, nodes: np.ndarray, level: int) -> bool:
         """Whether this was gathered for these node ids (by value) at this level."""
@@ -131,6 +133,7 @@ def candidates(
     """
     plan = ix._plan(len(nodes), level)
     start, idx, tok, valid = plan.gather(nodes)
+    tok = tok.astype(np.int64)
     if filt is not None:
         valid &= _alive(ix, idx, filt)
     shape = (len(nodes), plan.width)
@@ -176,7 +179,7 @@ def fill_bitmask(
         tmp = np.zeros(rows * words, dtype=np.uint32)
         np.add.at(tmp, flat, bits)
         bitmask[...] = tmp.view(np.int32).reshape(rows, words)
-    return Gathered(nodes, level, start, tok, inside)
+    return Gathered(nodes, level, start, tok, inside, idx)
 
 
 def _fill_unary(
@@ -265,16 +268,16 @@ def _follow_dense(
 
 def _sparse_hits(
     ix: StaticIndex, nodes: np.ndarray, tokens: np.ndarray, level: int, gathered: Gathered | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """``start`` per row and flat "slot holds the row's token" flags (inside the row only)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``start`` per row, flat edge ids, and flat "slot holds the row's token" flags (inside the row only)."""
     plan = ix._plan(len(nodes), level)
-    if gathered is None or gathered.tok is None or gathered.inside is None:
-        start, _, tok, inside = plan.gather(nodes)
+    if gathered is None or gathered.tok is None or gathered.inside is None or gathered.idx is None:
+        start, idx, tok, inside = plan.gather(nodes)
     else:
-        start, tok, inside = gathered.start, gathered.tok, gathered.inside
+        start, idx, tok, inside = gathered.start, gathered.idx, gathered.tok, gathered.inside
     hit = tok == tokens.take(plan.row)
     hit &= inside
-    return start, hit
+    return start, idx, hit
 
 
 def follow(
@@ -289,7 +292,7 @@ def follow(
         nxt, present = _follow_dense(ix, nodes, tokens, level)
         found = present != 0
     else:
-        start, hit = _sparse_hits(ix, nodes, tokens, level, None)
+        start, _, hit = _sparse_hits(ix, nodes, tokens, level, None)
         hit = hit.reshape(len(nodes), ix._level_width[level])
         found = hit.any(axis=1)
         nxt = start + hit.argmax(axis=1)
@@ -325,10 +328,15 @@ def next_nodes(
         ok = np.count_nonzero(tok == tokens) == rows
         nxt = idx + _ONE
     else:
-        start, hit = _sparse_hits(ix, nodes, tokens, level, gathered)
-        ok = np.count_nonzero(hit) == rows
-        nxt = start + hit.reshape(rows, ix._level_width[level]).argmax(axis=1)
-        nxt += _ONE
+        start, idx, hit = _sparse_hits(ix, nodes, tokens, level, gathered)
+        # at most one hit per row (a node's tokens are distinct), in row order
+        pos = np.flatnonzero(hit)
+        ok = pos.size == rows
+        if ok:
+            nxt = idx.take(pos) + _ONE  # int64 (a 0-d int64 operand sets the result type)
+        else:
+            nxt = start + hit.reshape(rows, ix._level_width[level]).argmax(axis=1)
+            nxt += _ONE
     if ix._end is not None:
         np.copyto(nxt, ix._end, where=tokens == ix._eos)
     if check and not ok:
