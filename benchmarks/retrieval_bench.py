@@ -74,7 +74,7 @@ def log(msg: str) -> None:
 STAT: Callable[[list[float]], float] = min
 
 
-def measure(fn: Callable[[], Any], *, repeat: int, min_time: float = 0.01) -> float:
+def measure(fn: Callable[[], Any], *, repeat: int, min_time: float = 0.002) -> float:
     """Seconds per call: :data:`STAT` over ``repeat`` batches of calls (each batch >= ``min_time``)."""
     fn()
     number = 1
@@ -377,7 +377,7 @@ def run_catalog(
             ours = time_constraint(index, st, numpy_be, args.repeat)
             ours_step = time_beam_step(index, st, logits, batch, beam, numpy_be, args.repeat)
             hf_t, row_t, dict_t, hf_step = time_baselines(
-                trie, proc, st, logits, batch, beam, vocab, args.repeat
+                trie, proc, st, logits, batch, beam, vocab, args.baseline_repeat
             )
             kind = "dense" if st.level < index.dense_depth else "sparse"
             row = (
@@ -409,7 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--length", nargs="*", help="semantic-ID lengths (default: 8)")
     p.add_argument("--vocab", nargs="*", help="codebook sizes (default: 2048)")
     p.add_argument("--shapes", default=None, help="comma-separated BATCHxBEAM (default: 2x70,8x16)")
-    p.add_argument("--repeat", type=int, default=15, help="timed batches per figure")
+    p.add_argument("--repeat", type=int, default=25, help="timed batches per figure (each >= 2 ms)")
+    p.add_argument(
+        "--baseline-repeat", type=int, default=7, help="timed batches per dict-trie / Hugging Face figure"
+    )
     p.add_argument(
         "--stat", choices=["min", "median"], default="min", help="statistic over the timed batches"
     )
@@ -448,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = torch_backends(args)
     print("# STATIC retrieval index benchmark\n")
     print(
-        f"numpy {np.__version__}; {args.stat} of {args.repeat} timed batches; rows = batch × beam; "
+        f"numpy {np.__version__}; {args.stat} of {args.repeat} timed batches ({args.baseline_repeat} for the baselines); rows = batch × beam; "
         "constraint = fill_bitmask + next_nodes (checked); "
         f"torch threads: {args.torch_threads or 'default'}; "
         f"extra backends: {', '.join(be.name for be in extra) or 'none (no CUDA)'}\n"
