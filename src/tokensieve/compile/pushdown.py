@@ -54,6 +54,26 @@ class _TrieArrays:
         self.token_mid = trie.token_mid.astype(np.int64)
         self.token_hi = trie.token_hi.astype(np.int64)
         self.subtree_bytes = trie.subtree_bytes
+        self.num_nodes = int(self.node_byte.size)
+        self._child_bits: np.ndarray | None = None
+
+    @property
+    def child_bits(self) -> np.ndarray:
+        """``uint64 (N, 4)``: the 256-bit set of the bytes of each node's children (built on first use)."""
+        if self._child_bits is None:
+            n = self.num_nodes
+            counts = self.child_start[1:] - self.child_start[:-1]
+            kid_bytes = self.node_byte[self.child_ids]
+            starts = self.child_start[:-1]
+            bits = np.zeros((n, 4), dtype=np.uint64)
+            if kid_bytes.size:
+                one = np.uint64(1) << (kid_bytes & 63).astype(np.uint64)
+                for w in range(4):
+                    # a trailing 0 keeps every segment start a valid index
+                    vals = np.append(np.where((kid_bytes >> 6) == w, one, np.uint64(0)), np.uint64(0))
+                    bits[:, w] = np.where(counts > 0, np.bitwise_or.reduceat(vals, starts), np.uint64(0))
+            self._child_bits = bits
+        return self._child_bits
 
     def children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Children of ``nodes`` and, for each child, the index of its parent in ``nodes``."""
@@ -151,7 +171,8 @@ class CompiledPushdownGrammar:
         self._utf8 = np.zeros(cap, dtype=bool)
         self._closures: dict[frozenset[Config], int] = {}
         # memo: stack suffix -> (packed mask, escape nodes); state -> packed mask
-        self._levels: dict[Config, tuple[np.ndarray, np.ndarray]] = {}
+        self._levels: dict[Config, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._walks: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray | None]] = {}
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mask_bytes = 0
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
@@ -379,12 +400,13 @@ class CompiledPushdownGrammar:
                         row[bytes_live[inverse == u]] = self._intern_closed(nxt)
         self._table[sid] = row
         self._known[sid] = True
-        if not self._escape[sid]:
-            loops = np.packbits(row == sid, bitorder="little").view(np.uint64)
-            if is_utf8_closed(sid, self.row):
-                loops = loops | HIGH_BYTES
-                self._utf8[sid] = True
-            self._loops[sid] = loops
+        # loop bytes of every state, escaping or not: walks that need no escape nodes
+        # (the bottom frame of a stack) take the subtree shortcut in escaping states too
+        loops = np.packbits(row == sid, bitorder="little").view(np.uint64)
+        if loops.any() and is_utf8_closed(sid, self.row):
+            loops = loops | HIGH_BYTES
+            self._utf8[sid] = True
+        self._loops[sid] = loops
 
     def _ensure_rows(self, states: np.ndarray) -> None:
         if states.size == 0:
@@ -396,20 +418,40 @@ class CompiledPushdownGrammar:
                     self._fill_row(s)
 
     # --------------------------------------------------------------- walks
-    def _walk(self, start: int, start_nodes: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _walk(
+        self, start: int, start_nodes: np.ndarray | None, need_escapes: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """Tokens allowed from pushdown state ``start`` below ``start_nodes`` (None: the trie root).
 
-        Returns the packed mask (no stop tokens) and the escape nodes.
+        Returns the packed mask (no stop tokens) and the escape nodes (sorted, unique;
+        None when ``need_escapes`` is false). Memoised per (state, start nodes).
         """
+        if start_nodes is not None and start_nodes.size == 1 and start_nodes[0] == 0:
+            start_nodes = None  # below the root: the same walk as from the root
+        key = (start, b"" if start_nodes is None else start_nodes.tobytes())
+        hit = self._walks.get(key)
+        if hit is not None and (hit[1] is not None or not need_escapes):
+            return hit
+        result = self._walk_uncached(start, start_nodes, need_escapes)
+        self._walks[key] = result
+        return result
+
+    def _walk_uncached(
+        self, start: int, start_nodes: np.ndarray | None, need_escapes: bool
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         tr = self._trie
         utf8_ok = self._utf8_ok
         self._ensure_rows(np.array([start], dtype=np.int64))
         escapes: list[np.ndarray] = []
-        if self._escape[start]:
+        if need_escapes and self._escape[start]:
             escapes.append(np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes)
         if start_nodes is None:
             node = tr.root_children
         else:
+            if start_nodes.size > 64:
+                # expand only the start nodes with a child on a byte that ``start`` accepts
+                live = np.packbits(self._table[start] >= 0, bitorder="little").view(np.uint64)
+                start_nodes = start_nodes[np.any(tr.child_bits[start_nodes] & live, axis=1)]
             node, _ = tr.children(start_nodes)
         state = self._table[start][tr.node_byte[node]].astype(np.int64)
         keep = state >= 0
@@ -418,13 +460,15 @@ class CompiledPushdownGrammar:
         out_hi: list[np.ndarray] = []
         while node.size:
             self._ensure_rows(state)
-            esc = self._escape[state]
-            if esc.any():
-                escapes.append(node[esc])
             loops = self._loops[state]
             below = tr.subtree_bytes[node]
             closed = ~np.any(below & ~loops, axis=1)
             closed &= ~self._utf8[state] | utf8_ok[node]
+            if need_escapes:
+                esc = self._escape[state]
+                if esc.any():
+                    escapes.append(node[esc])
+                    closed &= ~esc
             if closed.any():
                 cn = node[closed]
                 out_lo.append(tr.token_lo[cn])
@@ -450,20 +494,36 @@ class CompiledPushdownGrammar:
             mask = b.pack(b.ranges_to_bool(np.concatenate(out_lo), np.concatenate(out_hi)), False)
         else:
             mask = self._empty_words.copy()
-        esc_nodes = np.unique(np.concatenate(escapes)) if escapes else np.zeros(0, dtype=np.int64)
         mask.setflags(write=False)
-        return mask, esc_nodes
+        if not need_escapes:
+            return mask, None
+        return mask, self._union(escapes)
 
-    def _level(self, suffix: Config) -> tuple[np.ndarray, np.ndarray]:
+    def _union(self, parts: list[np.ndarray]) -> np.ndarray:
+        """Sorted unique trie nodes of ``parts``."""
+        if not parts:
+            return np.zeros(0, dtype=np.int64)
+        if len(parts) == 1 and parts[0].size <= 1:
+            return parts[0]
+        total = sum(p.size for p in parts)
+        if total < 4096:
+            return np.unique(np.concatenate(parts))
+        seen = np.zeros(self._trie.num_nodes, dtype=bool)
+        for p in parts:
+            seen[p] = True
+        return np.flatnonzero(seen)
+
+    def _level(self, suffix: Config, need_escapes: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         hit = self._levels.get(suffix)
-        if hit is not None:
+        if hit is not None and (hit[1] is not None or not need_escapes):
             return hit
         start = self._intern_closed({(suffix[0],)})
         if len(suffix) == 1:
-            result = self._walk(start, None)
+            result = self._walk(start, None, need_escapes)
         else:
-            _, nodes = self._level(suffix[1:])
-            result = self._walk(start, nodes)
+            nodes = self._level(suffix[1:])[1]
+            assert nodes is not None
+            result = self._walk(start, nodes, need_escapes)
         self._levels[suffix] = result
         return result
 
@@ -475,9 +535,9 @@ class CompiledPushdownGrammar:
                 complete = True
                 continue
             for depth in range(1, len(config) + 1):
-                mask, nodes = self._level(config[-depth:])
+                mask, nodes = self._level(config[-depth:], depth < len(config))
                 np.bitwise_or(acc, mask, out=acc)
-                if nodes.size == 0:
+                if nodes is None or nodes.size == 0:
                     break
         if complete:
             stops = self._builder.stop_token_ids
