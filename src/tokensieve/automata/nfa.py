@@ -148,13 +148,10 @@ def _automaton_template(node: Automaton) -> _Template:
     n = node.num_states
     order = np.lexsort((lo, dst, src))
     src, lo, hi, dst = src[order], lo[order], hi[order], dst[order]
-    if len(src):
-        new_group = np.ones(len(src), dtype=bool)
-        new_group[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-        starts = np.flatnonzero(new_group)
-    else:
-        starts = np.zeros(0, dtype=np.int64)
-    ends = np.append(starts[1:], len(src))
+    new_group = np.ones(len(src), dtype=bool)
+    new_group[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    starts = np.flatnonzero(new_group)
+    ends = np.append(starts[1:], len(src)).astype(np.int64)[: len(starts)]
     groups_per_state = np.bincount(src[starts], minlength=n)
     # state q: its epsilon node at ids[q], then one byte node per target
     ids = np.zeros(n, dtype=np.int64)
