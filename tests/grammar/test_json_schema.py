@@ -25,7 +25,9 @@ from tokensieve.grammar.json_schema import schema_to_grammar
 @pytest.fixture(scope="module")
 def compiler() -> GrammarCompiler:
     vocab = make_tiny_vocab()
-    info = TokenizerInfo(vocab, vocab_size=len(vocab) + 3, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+    info = TokenizerInfo(
+        vocab, vocab_size=len(vocab) + 3, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
+    )
     return GrammarCompiler(info)
 
 
@@ -42,7 +44,9 @@ def layouts(value) -> list[str]:
 
 
 def check_against_validator(compiled, schema, instances) -> None:
-    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
     for inst in instances:
         expected = validator.is_valid(inst)
         for text in layouts(inst):
@@ -57,7 +61,10 @@ CASES = [
     ({"type": "boolean"}, [True, False, 0, "true", None]),
     ({"type": "null"}, [None, False, 0, ""]),
     ({"type": ["string", "null"]}, ["a", None, 1, False]),
-    ({"enum": ["red", "green", 3, None, [1, 2], {"a": 1}]}, ["red", "blue", 3, 3.0, None, [1, 2], [2, 1], {"a": 1}, {}]),
+    (
+        {"enum": ["red", "green", 3, None, [1, 2], {"a": 1}]},
+        ["red", "blue", 3, 3.0, None, [1, 2], [2, 1], {"a": 1}, {}],
+    ),
     ({"const": "x"}, ["x", "y", None]),
     ({"const": 2}, [2, 2.0, 3, "2"]),
     ({"type": "string", "minLength": 2, "maxLength": 4}, ["a", "ab", "abcd", "abcde", "éé", "😀😀😀"]),
@@ -76,14 +83,26 @@ CASES = [
             "required": ["name"],
             "additionalProperties": False,
         },
-        [{"name": "a"}, {"name": "a", "age": 3}, {"age": 3}, {"name": "a", "age": -1}, {"name": "a", "x": 1}, {}, []],
+        [
+            {"name": "a"},
+            {"name": "a", "age": 3},
+            {"age": 3},
+            {"name": "a", "age": -1},
+            {"name": "a", "x": 1},
+            {},
+            [],
+        ],
     ),
     (
         {"type": "object", "properties": {"a": {"type": "integer"}}},
         [{}, {"a": 1}, {"a": "x"}, {"b": [1, {"c": None}]}, {"a": 1, "b": 2}, {"b": 2, "a": 1}, 3],
     ),
     (
-        {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "additionalProperties": {"type": "string"},
+        },
         [{}, {"a": 1}, {"b": "x"}, {"b": 1}, {"a": 1, "b": "y", "c": "z"}],
     ),
     (
@@ -100,7 +119,10 @@ CASES = [
         [{"id": 1, "s_a": "x", "flag": True}, {"s_a": 1}, {"flag": "x"}, {"id": "1"}],
     ),
     ({"type": "object", "propertyNames": {"pattern": "^[a-c]+$"}}, [{}, {"ab": 1}, {"ad": 1}]),
-    ({"type": "object", "minProperties": 1, "maxProperties": 2}, [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}]),
+    (
+        {"type": "object", "minProperties": 1, "maxProperties": 2},
+        [{}, {"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}],
+    ),
     (
         {
             "type": "object",
@@ -120,7 +142,10 @@ CASES = [
         [{}, {"billing": "x"}, {"card": "1", "billing": "x"}, {"card": "1"}],
     ),
     ({"type": "array", "items": {"type": "integer"}}, [[], [1], [1, 2, 3], [1, "a"], ["a"], {}]),
-    ({"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2}, [[], ["a"], ["a", "b"], ["a", "b", "c"]]),
+    (
+        {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+        [[], ["a"], ["a", "b"], ["a", "b", "c"]],
+    ),
     (
         {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
         [[], [1], [1, "a"], [1, "a", 2], ["a"], [1, 2]],
@@ -131,26 +156,54 @@ CASES = [
     ),
     ({"type": "array", "contains": {"type": "string"}}, [[], [1], ["a"], [1, "a", 2], [1, 2]]),
     (
-        {"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 5}, "minContains": 2, "maxContains": 3},
+        {
+            "type": "array",
+            "items": {"type": "integer"},
+            "contains": {"minimum": 5},
+            "minContains": 2,
+            "maxContains": 3,
+        },
         [[], [5], [5, 6], [1, 5, 2, 6], [5, 6, 7, 8], [5, 6, 7]],
     ),
-    ({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 10}]}, ["ab", "abc", 10, 9, None]),
+    (
+        {"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer", "minimum": 10}]},
+        ["ab", "abc", 10, 9, None],
+    ),
     ({"oneOf": [{"type": "string"}, {"type": "integer"}]}, ["a", 1, None, 1.5]),
     (
         {
             "oneOf": [
-                {"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind"]},
-                {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]},
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}},
+                    "required": ["kind"],
+                },
+                {
+                    "type": "object",
+                    "properties": {"kind": {"const": "b"}, "y": {"type": "string"}},
+                    "required": ["kind"],
+                },
             ]
         },
         [{"kind": "a", "x": 1}, {"kind": "b", "y": "s"}, {"kind": "c"}, {"kind": "a", "x": "s"}, {}],
     ),
     (
-        {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}, {"required": ["b"]}]},
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"required": ["b"]},
+            ]
+        },
         [{"a": 1, "b": 2}, {"a": 1}, {"b": 1}, {"a": "x", "b": 1}],
     ),
-    ({"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 10}, {"multipleOf": 2}]}, [-2, 0, 4, 7, 10, 12]),
-    ({"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "z$"}, {"maxLength": 4}]}, ["az", "abz", "abcdz", "ba", "a"]),
+    (
+        {"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 10}, {"multipleOf": 2}]},
+        [-2, 0, 4, 7, 10, 12],
+    ),
+    (
+        {"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "z$"}, {"maxLength": 4}]},
+        ["az", "abz", "abcdz", "ba", "a"],
+    ),
     ({"not": {"type": "string"}}, ["a", 1, None, [], {}]),
     ({"type": "string", "not": {"enum": ["a", "b"]}}, ["a", "b", "c", ""]),
     ({"type": "integer", "not": {"const": 3}, "minimum": 0, "maximum": 5}, [0, 2, 3, 5]),
@@ -186,7 +239,10 @@ CASES = [
             "$defs": {
                 "node": {
                     "type": "object",
-                    "properties": {"v": {"type": "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+                    "properties": {
+                        "v": {"type": "integer"},
+                        "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]},
+                    },
                     "required": ["v", "next"],
                     "additionalProperties": False,
                 }
@@ -201,11 +257,19 @@ CASES = [
         ],
     ),
     (
-        {"$defs": {"a": {"$anchor": "thing", "type": "string"}}, "type": "array", "items": {"$ref": "#thing"}},
+        {
+            "$defs": {"a": {"$anchor": "thing", "type": "string"}},
+            "type": "array",
+            "items": {"$ref": "#thing"},
+        },
         [["a"], [1], []],
     ),
     (
-        {"$id": "http://example.com/root.json", "$defs": {"x": {"$id": "x.json", "type": "integer"}}, "$ref": "x.json"},
+        {
+            "$id": "http://example.com/root.json",
+            "$defs": {"x": {"$id": "x.json", "type": "integer"}},
+            "$ref": "x.json",
+        },
         [1, "a"],
     ),
     ({"type": "object", "properties": {"a": False}}, [{}, {"a": 1}, {"b": 1}]),
@@ -239,7 +303,11 @@ def test_closed_objects_are_one_automaton(compiler) -> None:
             "id": {"type": "integer"},
             "tags": {"type": "array", "items": {"type": "string"}},
             "kind": {"enum": ["a", "b"]},
-            "nested": {"type": "object", "properties": {"x": {"type": "number"}}, "additionalProperties": False},
+            "nested": {
+                "type": "object",
+                "properties": {"x": {"type": "number"}},
+                "additionalProperties": False,
+            },
         },
         "required": ["id"],
         "additionalProperties": False,
@@ -249,12 +317,20 @@ def test_closed_objects_are_one_automaton(compiler) -> None:
     check_against_validator(
         compiled,
         schema,
-        [{"id": 1, "tags": ["a"], "kind": "a", "nested": {"x": 1.5}}, {"id": 1, "nested": {"y": 1}}, {"id": 1}],
+        [
+            {"id": 1, "tags": ["a"], "kind": "a", "nested": {"x": 1.5}},
+            {"id": 1, "nested": {"y": 1}},
+            {"id": 1},
+        ],
     )
 
 
 def test_compact_layout(compiler) -> None:
-    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}, "required": ["a"]}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["a"],
+    }
     compiled = compiler.compile_json_schema(schema, whitespace="compact")
     assert accepts(compiled, '{"a":[1,2]}')
     assert not accepts(compiled, '{"a": [1, 2]}')
@@ -312,7 +388,12 @@ def test_property_order_any(compiler) -> None:
 
 
 def test_openai_wrappers_and_text(compiler) -> None:
-    inner = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": False}
+    inner = {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}},
+        "required": ["x"],
+        "additionalProperties": False,
+    }
     forms = [
         {"type": "json_schema", "json_schema": {"name": "t", "schema": inner, "strict": True}},
         {"name": "t", "schema": inner, "strict": True},
@@ -341,12 +422,20 @@ def test_pydantic_model(compiler) -> None:
 
 def test_recursive_schema_is_pushdown(compiler) -> None:
     schema = {
-        "$defs": {"tree": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}}}, "additionalProperties": False}},
+        "$defs": {
+            "tree": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/tree"}}},
+                "additionalProperties": False,
+            }
+        },
         "$ref": "#/$defs/tree",
     }
     compiled = compiler.compile_json_schema(schema)
     assert not isinstance(compiled, CompiledGrammar)
-    check_against_validator(compiled, schema, [{}, {"kids": [{}, {"kids": [{}]}]}, {"kids": [{"x": 1}]}, {"kids": [1]}])
+    check_against_validator(
+        compiled, schema, [{}, {"kids": [{}, {"kids": [{}]}]}, {"kids": [{"x": 1}]}, {"kids": [1]}]
+    )
 
 
 def test_builtin_json_grammar(compiler) -> None:
@@ -379,7 +468,7 @@ json_scalars = st.one_of(
     st.booleans(),
     st.integers(min_value=-1000, max_value=1000),
     st.integers(min_value=-4000, max_value=4000).map(lambda n: n / 4),
-    st.text(alphabet="abcxyz019 é\"\\\n😀", max_size=6),
+    st.text(alphabet='abcxyz019 é"\\\n😀', max_size=6),
 )
 json_values = st.recursive(
     json_scalars,
@@ -393,13 +482,23 @@ json_values = st.recursive(
 HYPOTHESIS_SCHEMAS = [
     {
         "type": "object",
-        "properties": {"a": {"type": "integer", "minimum": 0}, "b": {"type": ["string", "null"], "maxLength": 3}},
+        "properties": {
+            "a": {"type": "integer", "minimum": 0},
+            "b": {"type": ["string", "null"], "maxLength": 3},
+        },
         "required": ["a"],
     },
-    {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^[a-c]*$"}]}, "maxItems": 3},
+    {
+        "type": "array",
+        "items": {"anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^[a-c]*$"}]},
+        "maxItems": 3,
+    },
     {
         "type": "object",
-        "properties": {"kind": {"enum": ["a", "b"]}, "c": {"type": "array", "items": {"type": "number", "maximum": 10}}},
+        "properties": {
+            "kind": {"enum": ["a", "b"]},
+            "c": {"type": "array", "items": {"type": "number", "maximum": 10}},
+        },
         "patternProperties": {"^x-": {"type": "boolean"}},
         "additionalProperties": False,
     },

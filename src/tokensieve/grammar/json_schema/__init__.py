@@ -114,7 +114,10 @@ def schema_to_grammar(
 
 
 def builtin_json_grammar(
-    *, whitespace: Literal["flexible", "compact"] = "flexible", indent: int | None = None, max_whitespace: int = 32
+    *,
+    whitespace: Literal["flexible", "compact"] = "flexible",
+    indent: int | None = None,
+    max_whitespace: int = 32,
 ) -> Grammar:
     """Any JSON value (the grammar of ``{}``)."""
     grammar, _ = schema_to_grammar(
@@ -126,4 +129,15 @@ def builtin_json_grammar(
 def canonical_key(schema: Any, options: dict[str, Any]) -> str:
     """A text that identifies (schema, options) for caching (property order kept)."""
     root = load_schema(schema)
-    return json.dumps([root, sorted(options.items())], separators=(",", ":"), ensure_ascii=False, default=repr)
+    try:
+        return json.dumps(
+            [root, sorted(options.items())], separators=(",", ":"), ensure_ascii=False, default=repr
+        )
+    except RecursionError:
+        from ...errors import LimitExceeded
+
+        raise LimitExceeded(
+            "max_nesting_depth", Limits().max_nesting_depth, "the schema nests too deeply"
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"the schema is not JSON: {exc}") from None

@@ -56,9 +56,21 @@ _DIGIT19 = byte_class([(0x31, 0x39)])
 _RAW_CHAR = char_class([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
 _ESCAPE = concat(
     literal("\\"),
-    _alt(byte_class([(0x22, 0x22), (0x2F, 0x2F), (0x5C, 0x5C), (0x62, 0x62), (0x66, 0x66), (0x6E, 0x6E),
-                     (0x72, 0x72), (0x74, 0x74)]),
-         concat(literal("u"), repeat(_HEX, 4, 4))),
+    _alt(
+        byte_class(
+            [
+                (0x22, 0x22),
+                (0x2F, 0x2F),
+                (0x5C, 0x5C),
+                (0x62, 0x62),
+                (0x66, 0x66),
+                (0x6E, 0x6E),
+                (0x72, 0x72),
+                (0x74, 0x74),
+            ]
+        ),
+        concat(literal("u"), repeat(_HEX, 4, 4)),
+    ),
 )
 
 
@@ -147,8 +159,9 @@ def quoted(content: Node) -> Node:
 # ------------------------------------------------------------------ numbers
 _INT_PART = _alt(literal("0"), concat(_DIGIT19, star(_DIGIT)))
 _FRAC = concat(literal("."), plus(_DIGIT))
-_EXP = concat(byte_class([(0x45, 0x45), (0x65, 0x65)]), optional(byte_class([(0x2B, 0x2B), (0x2D, 0x2D)])),
-              plus(_DIGIT))
+_EXP = concat(
+    byte_class([(0x45, 0x45), (0x65, 0x65)]), optional(byte_class([(0x2B, 0x2B), (0x2D, 0x2D)])), plus(_DIGIT)
+)
 ANY_NUMBER = concat(optional(literal("-")), _INT_PART, optional(_FRAC), optional(_EXP))
 # integers, also written with a zero fraction (1.0)
 ANY_INTEGER = concat(optional(literal("-")), _INT_PART, optional(concat(literal("."), plus(literal("0")))))
@@ -164,7 +177,9 @@ def number_node(
     limits: Any = None,
 ) -> Node | None:
     """Numbers within the bounds (None: not expressible)."""
-    bounded = any(v is not None for v in (minimum, maximum, exclusive_minimum, exclusive_maximum, multiple_of))
+    bounded = any(
+        v is not None for v in (minimum, maximum, exclusive_minimum, exclusive_maximum, multiple_of)
+    )
     if _numbers is not None:
         fn = _numbers.json_integer if integer else _numbers.json_number
         try:
@@ -191,7 +206,9 @@ def number_literal(value: int | float) -> Node:
         n = int(value)
         text = str(n)
         if n == 0:
-            return concat(optional(literal("-")), literal("0"), optional(concat(literal("."), plus(literal("0")))))
+            return concat(
+                optional(literal("-")), literal("0"), optional(concat(literal("."), plus(literal("0"))))
+            )
         return concat(literal(text), optional(concat(literal("."), plus(literal("0")))))
     return literal(repr(float(value)))
 
@@ -247,7 +264,9 @@ def container(open_: str, close_: str, members: Node, empty_ok: bool, layout: La
     """``open_`` members ``close_`` (and the empty container when ``empty_ok``)."""
     parts = []
     if not is_nothing(members):
-        parts.append(concat(literal(open_), layout.open(depth), members, layout.close(depth), literal(close_)))
+        parts.append(
+            concat(literal(open_), layout.open(depth), members, layout.close(depth), literal(close_))
+        )
     if empty_ok:
         parts.append(concat(literal(open_), layout.empty(), literal(close_)))
     return _alt(*parts) if parts else NOTHING

@@ -197,7 +197,9 @@ class Registry:
             return hit
         resource = self.resources.get(uri)
         if resource is None:
-            raise _RemoteRef(f"$ref {ref!r} points outside this document (remote references are not fetched)", pointer)
+            raise _RemoteRef(
+                f"$ref {ref!r} points outside this document (remote references are not fetched)", pointer
+            )
         if not frag:
             return resource
         target = resource

@@ -14,17 +14,17 @@ inlined by the automaton stage.
 from __future__ import annotations
 
 import itertools
-from collections import deque
 import json
 import math
+from collections import deque
 from fractions import Fraction
 from typing import Any
 
 from ...errors import GrammarError, LimitExceeded, SchemaError
 from ...limits import Limits
-from ..ir import EMPTY, NOTHING, Node, RuleRef, concat, is_nothing, literal, optional, repeat, star
+from ..ir import NOTHING, Node, RuleRef, is_nothing
 from . import _lexical as lx
-from ._lexical import Layout, alt, container, quoted
+from ._lexical import Layout, alt
 from ._load import Loc, Registry, _RemoteRef, synthetic
 
 TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
@@ -33,10 +33,35 @@ ALL_TYPES = frozenset(TYPES)
 #: keywords that never constrain a value
 ANNOTATIONS = frozenset(
     {
-        "$schema", "$id", "$anchor", "$dynamicAnchor", "$comment", "$defs", "definitions", "$vocabulary",
-        "title", "description", "examples", "example", "default", "deprecated", "readOnly", "writeOnly",
-        "contentMediaType", "contentEncoding", "contentSchema", "discriminator", "xml", "externalDocs",
-        "then", "else", "minContains", "maxContains", "additionalItems", "strict", "name",
+        "$schema",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$comment",
+        "$defs",
+        "definitions",
+        "$vocabulary",
+        "title",
+        "description",
+        "examples",
+        "example",
+        "default",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "contentMediaType",
+        "contentEncoding",
+        "contentSchema",
+        "discriminator",
+        "xml",
+        "externalDocs",
+        "then",
+        "else",
+        "minContains",
+        "maxContains",
+        "additionalItems",
+        "strict",
+        "name",
     }
 )
 #: validation keywords this compiler knows but does not enforce
@@ -157,7 +182,9 @@ class Lowerer:
     def any_value(self, layout: Layout) -> Node:
         """Any JSON value (a recursive rule)."""
         if layout.mode == "indent":
-            self.note("/: indent layout is not enforced inside values of unconstrained type (flexible whitespace)")
+            self.note(
+                "/: indent layout is not enforced inside values of unconstrained type (flexible whitespace)"
+            )
             layout = self.flex
         name = f"json_value_{layout.mode}"
         if name not in self.rules:
@@ -241,7 +268,9 @@ class Lowerer:
             base_key = tuple(sorted((loc.ident() for loc in plain), key=repr))
             if layout.mode == "indent" and base_key in self._active:
                 ptrs = ", ".join(sorted({loc.ptr or "/" for loc in plain})) or "/"
-                self.note(f"{ptrs}: $ref indent layout is not enforced inside recursive references (flexible whitespace)")
+                self.note(
+                    f"{ptrs}: $ref indent layout is not enforced inside recursive references (flexible whitespace)"
+                )
                 layout, depth = self.flex, 0
             key = (base_key, layout.mode, depth)
             name = self._rule_names.get(key)
@@ -290,6 +319,21 @@ class Lowerer:
                 base = [*rest, loc.without(kw)]
                 branches = [[*base, loc.child(kw, i)] for i in range(len(members))]
                 if kw == "oneOf" and len(branches) > 1 and not self._disjoint(branches):
+                    children = [loc.child(kw, i) for i in range(len(members))]
+                    if len(children) <= 8 and all(self.negate(c) is not None for c in children):
+                        # exactly one: each branch with the negations of the others
+                        return [
+                            [
+                                *base,
+                                c,
+                                *(
+                                    synthetic(o.ptr, o.base, ("oneOf-not", o.ident()), neg=o)
+                                    for o in children
+                                    if o is not c
+                                ),
+                            ]
+                            for c in children
+                        ]
                     self.unsupported(loc.ptr, "oneOf", "branches may overlap: compiled as anyOf")
                 return branches
         if loc.has("not"):
@@ -302,7 +346,17 @@ class Lowerer:
         for name, value in loc.extra:
             if name == "neg":
                 negs = self.negate(value)
-                base = [*rest, Loc(loc.ptr, loc.node, loc.base, loc.omit, tuple(e for e in loc.extra if e[0] != "neg"), loc.key + ("-neg",))]
+                base = [
+                    *rest,
+                    Loc(
+                        loc.ptr,
+                        loc.node,
+                        loc.base,
+                        loc.omit,
+                        tuple(e for e in loc.extra if e[0] != "neg"),
+                        loc.key + ("-neg",),
+                    ),
+                ]
                 if negs is None:
                     self.unsupported(value.ptr, "", "is too complex to negate")
                     return [base]
@@ -364,6 +418,18 @@ class Lowerer:
         finally:
             self.strict = strict
             self._unenforced = saved
+        live = [x for x in sums if x is not None]
+        keys = [x.const_keys() for x in live]
+        if all(k is not None for k in keys):
+            seen: set[Any] = set()
+            for k in keys:
+                assert k is not None
+                if seen & k:
+                    return False
+                seen |= k
+            return True
+        if len(live) > 300:
+            return False
         for a, b in itertools.combinations(range(len(sums)), 2):
             sa, sb = sums[a], sums[b]
             if sa is None or sb is None:
@@ -371,6 +437,55 @@ class Lowerer:
             if not sa.disjoint_from(sb):
                 return False
         return True
+
+    # -------------------------------------------------------- annotations
+    def evaluated(
+        self, loc: Loc, what: str, names: dict[str, None], patterns: dict[str, None], level: int
+    ) -> bool:
+        """Properties (or item counts) that ``loc`` and its in-place subschemas evaluate.
+
+        Fills ``names``/``patterns`` (for items: the prefix lengths in ``names``)
+        and returns True when every property (item) is evaluated. Raises
+        :class:`_Undecided` for annotations that depend on the instance
+        (``anyOf``, ``oneOf``, ``if``, ``contains``, ``dependentSchemas``, dynamic references).
+        """
+        if level > MAX_INDIRECTION:
+            raise _Undecided("deeply nested references")
+        node = loc.node
+        if not isinstance(node, dict):
+            return False
+        own = level > 0  # the schema's own unevaluated keyword does not count for itself
+        for kw in node:
+            if kw in ("anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"):
+                raise _Undecided(kw)
+        if what == "props":
+            if "additionalProperties" in node or (own and "unevaluatedProperties" in node):
+                return True
+            if isinstance(node.get("properties"), dict):
+                names.update(dict.fromkeys(node["properties"]))
+            if isinstance(node.get("patternProperties"), dict):
+                patterns.update(dict.fromkeys(node["patternProperties"]))
+        else:
+            if "contains" in node:
+                raise _Undecided("contains")
+            items = node.get("items")
+            if isinstance(items, (dict, bool)) or (own and "unevaluatedItems" in node):
+                return True
+            prefix = node.get("prefixItems", items if isinstance(items, list) else None)
+            if isinstance(prefix, list):
+                names[str(len(prefix))] = None
+        if isinstance(node.get("$ref"), str):
+            try:
+                target = self.reg.resolve(node["$ref"], loc, loc.ptr + "/$ref")
+            except _RemoteRef:
+                raise _Undecided("a remote $ref") from None
+            if self.evaluated(target, what, names, patterns, level + 1):
+                return True
+        if isinstance(node.get("allOf"), list):
+            for i in range(len(node["allOf"])):
+                if self.evaluated(loc.child("allOf", i), what, names, patterns, level + 1):
+                    return True
+        return False
 
     # ------------------------------------------------------------ negation
     def negate(self, loc: Loc, level: int = 0) -> list[list[Loc]] | None:
@@ -417,7 +532,11 @@ class Lowerer:
                 types = _parse_types(v, p)
                 if "integer" in types and "number" not in types:
                     return None
-                rest = sorted(ALL_TYPES - types - {"integer", "number"} if "number" in types else ALL_TYPES - types - {"integer"})
+                rest = sorted(
+                    ALL_TYPES - types - {"integer", "number"}
+                    if "number" in types
+                    else ALL_TYPES - types - {"integer"}
+                )
                 if rest:
                     out.append([make("type", {"type": rest})])
             elif kw == "nullable":
@@ -431,14 +550,24 @@ class Lowerer:
                 if not isinstance(v, list):
                     raise SchemaError("required must be an array of strings", p)
                 for name in v:
-                    out.append([make("object", {"type": "object"}), synthetic(loc.ptr, loc.base, ("forbid", loc.ident(), name), forbid=(name,))])
+                    out.append(
+                        [
+                            make("object", {"type": "object"}),
+                            synthetic(loc.ptr, loc.base, ("forbid", loc.ident(), name), forbid=(name,)),
+                        ]
+                    )
             elif kw == "properties":
                 if not isinstance(v, dict):
                     raise SchemaError("properties must be an object", p)
                 for name in v:
                     child = loc.child("properties", name)
                     neg = synthetic(child.ptr, child.base, ("negprop", child.ident()), neg=child)
-                    out.append([make(f"req:{name}", {"type": "object", "required": [name]}), synthetic(loc.ptr, loc.base, ("prop", child.ident()), props=((name, neg),))])
+                    out.append(
+                        [
+                            make(f"req:{name}", {"type": "object", "required": [name]}),
+                            synthetic(loc.ptr, loc.base, ("prop", child.ident()), props=((name, neg),)),
+                        ]
+                    )
             elif kw in _NEGATED_BOUNDS:
                 other, typ, shift = _NEGATED_BOUNDS[kw]
                 if shift:
@@ -451,11 +580,26 @@ class Lowerer:
             elif kw == "pattern":
                 if not isinstance(v, str):
                     raise SchemaError("pattern must be a string", p)
-                out.append([make("string", {"type": "string"}), synthetic(loc.ptr, loc.base, ("notpattern", loc.ident()), notpattern=(v, p))])
+                out.append(
+                    [
+                        make("string", {"type": "string"}),
+                        synthetic(loc.ptr, loc.base, ("notpattern", loc.ident()), notpattern=(v, p)),
+                    ]
+                )
             elif kw == "anyOf":
                 if not isinstance(v, list):
                     raise SchemaError("anyOf must be an array", p)
-                out.append([synthetic(f"{loc.ptr}/anyOf/{i}", loc.base, ("neg-any", loc.ident(), i), neg=loc.child("anyOf", i)) for i in range(len(v))])
+                out.append(
+                    [
+                        synthetic(
+                            f"{loc.ptr}/anyOf/{i}",
+                            loc.base,
+                            ("neg-any", loc.ident(), i),
+                            neg=loc.child("anyOf", i),
+                        )
+                        for i in range(len(v))
+                    ]
+                )
             elif kw == "allOf":
                 if not isinstance(v, list):
                     raise SchemaError("allOf must be an array", p)
@@ -565,12 +709,48 @@ _NEGATED_BOUNDS = {
 
 _VALIDATION_KEYWORDS = frozenset(
     {
-        "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
-        "maxLength", "minLength", "pattern", "maxItems", "minItems", "uniqueItems", "maxContains",
-        "minContains", "maxProperties", "minProperties", "required", "dependentRequired", "properties",
-        "patternProperties", "additionalProperties", "propertyNames", "items", "prefixItems", "contains",
-        "unevaluatedItems", "unevaluatedProperties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
-        "dependentSchemas", "dependencies", "format", "$ref", "$dynamicRef", "nullable",
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        "properties",
+        "patternProperties",
+        "additionalProperties",
+        "propertyNames",
+        "items",
+        "prefixItems",
+        "contains",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+        "dependencies",
+        "format",
+        "$ref",
+        "$dynamicRef",
+        "nullable",
     }
 )
 
@@ -588,7 +768,12 @@ def _parse_types(v: Any, pointer: str) -> frozenset[str]:
 
 
 def _nonneg_int(v: Any, pointer: str, keyword: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or (isinstance(v, float) and not v.is_integer()):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or v < 0
+        or (isinstance(v, float) and not v.is_integer())
+    ):
         raise SchemaError(f"{keyword} must be a non-negative integer, not {v!r}", pointer)
     return int(v)
 

@@ -83,7 +83,6 @@ class _Norm:
         self.max_items: int | None = None
         self.contains: list[tuple[Loc, int, int | None, str]] = []
         self.unique: str | None = None
-        self.uneval_items: Loc | None = None
         # objects
         self.obj: list[_ObjComp] = []
         self.required: list[str] = []
@@ -92,8 +91,9 @@ class _Norm:
         self.min_props = 0
         self.max_props: int | None = None
         self.dep_required: dict[str, set[str]] = {}
-        self.uneval_props: Loc | None = None
         self.where: dict[str, str] = {}
+        self._eff_types: frozenset[str] | None = None
+        self._keys: set[Any] | None = None
 
     # --------------------------------------------------------------- merge
     def _unsupported(self, ptr: str, kw: str, why: str) -> None:
@@ -181,8 +181,16 @@ class _Norm:
             elif kw == "contains":
                 if not isinstance(v, (dict, bool)):
                     raise SchemaError("contains must be a schema", p)
-                lo = _nonneg_int(node["minContains"], f"{ptr}/minContains", "minContains") if "minContains" in node else 1
-                hi = _nonneg_int(node["maxContains"], f"{ptr}/maxContains", "maxContains") if "maxContains" in node else None
+                lo = (
+                    _nonneg_int(node["minContains"], f"{ptr}/minContains", "minContains")
+                    if "minContains" in node
+                    else 1
+                )
+                hi = (
+                    _nonneg_int(node["maxContains"], f"{ptr}/maxContains", "maxContains")
+                    if "maxContains" in node
+                    else None
+                )
                 self.contains.append((loc.child("contains"), lo, hi, p))
             elif kw == "uniqueItems":
                 if not isinstance(v, bool):
@@ -192,7 +200,7 @@ class _Norm:
             elif kw == "unevaluatedItems":
                 if not isinstance(v, (dict, bool)):
                     raise SchemaError("unevaluatedItems must be a schema", p)
-                self.uneval_items = loc.child(kw)
+                self._unevaluated_items(loc, p)
             elif kw in ("properties", "patternProperties", "additionalProperties"):
                 if comp is None:
                     comp = _ObjComp(ptr)
@@ -225,10 +233,46 @@ class _Norm:
             elif kw == "unevaluatedProperties":
                 if not isinstance(v, (dict, bool)):
                     raise SchemaError("unevaluatedProperties must be a schema", p)
-                self.uneval_props = loc.child(kw)
+                self._unevaluated_props(loc, p)
             elif kw in UNSUPPORTED:
                 self._unsupported(ptr, kw, UNSUPPORTED[kw])
             # anything else: unknown keywords are ignored, as the specification says
+
+    def _unevaluated_props(self, loc: Loc, p: str) -> None:
+        names: dict[str, None] = {}
+        patterns: dict[str, None] = {}
+        try:
+            everything = self.low.evaluated(loc, "props", names, patterns, 0)
+        except _Undecided as exc:
+            self._unsupported(
+                loc.ptr, "unevaluatedProperties", f"depends on {exc.args[0]}, which is not supported"
+            )
+            return
+        if everything:
+            return
+        comp = _ObjComp(loc.ptr)
+        true = Loc(p + "/~evaluated", True, loc.base)
+        comp.props = {n: true for n in names}
+        comp.patterns = [(pat, true, p) for pat in patterns]
+        comp.additional = loc.child("unevaluatedProperties")
+        self.obj.append(comp)
+
+    def _unevaluated_items(self, loc: Loc, p: str) -> None:
+        count: dict[str, None] = {}
+        try:
+            everything = self.low.evaluated(loc, "items", count, {}, 0)
+        except _Undecided as exc:
+            self._unsupported(
+                loc.ptr, "unevaluatedItems", f"depends on {exc.args[0]}, which is not supported"
+            )
+            return
+        if everything:
+            return
+        comp = _ArrComp(loc.ptr)
+        true = Loc(p + "/~evaluated", True, loc.base)
+        comp.prefix = [true] * max((int(k) for k in count), default=0)
+        comp.items = loc.child("unevaluatedItems")
+        self.arr.append(comp)
 
     def _restrict_types(self, types: frozenset[str]) -> None:
         cur = self.types
@@ -307,7 +351,6 @@ class _Norm:
             and self.max_items is None
             and not self.contains
             and self.unique is None
-            and self.uneval_items is None
             and not self.obj
             and not self.required
             and not self.forbid
@@ -315,19 +358,23 @@ class _Norm:
             and self.min_props == 0
             and self.max_props is None
             and not self.dep_required
-            and self.uneval_props is None
         )
 
     # ---------------------------------------------------------- summaries
     def effective_types(self) -> frozenset[str]:
-        if self.enum is not None:
-            return frozenset(_type_of(v) for v in self.enum if _has_type(v, self.types))
-        return self.types
+        if self._eff_types is None:
+            if self.enum is not None:
+                self._eff_types = frozenset(_type_of(v) for v in self.enum if _has_type(v, self.types))
+            else:
+                self._eff_types = self.types
+        return self._eff_types
 
     def const_keys(self) -> set[Any] | None:
         if self.enum is None:
             return None
-        return {ckey(v) for v in self.enum}
+        if self._keys is None:
+            self._keys = {ckey(v) for v in self.enum}
+        return self._keys
 
     def prop_consts(self, name: str) -> set[Any] | None:
         """Allowed values of property ``name`` when some component pins it to constants."""
@@ -358,7 +405,12 @@ class _Norm:
                 ca, cb = self.prop_consts(name), other.prop_consts(name)
                 if ca is not None and cb is not None and not (ca & cb):
                     return True
-                if name in self.required and name in other.forbid or name in other.required and name in self.forbid:
+                if (
+                    name in self.required
+                    and name in other.forbid
+                    or name in other.required
+                    and name in self.forbid
+                ):
                     return True
         if common <= {"number", "integer"} and self.enum is None and other.enum is None:
             if _below(self.hi, other.lo) or _below(other.hi, self.lo):
@@ -393,15 +445,21 @@ class _Norm:
         assert self.enum is not None
         seen: set[Any] = set()
         values = []
+        # the merged enum already satisfies every enum and const: check the rest only
+        others = [loc.without("enum").without("const") for loc in self.locs]
         for v in self.enum:
             k = ckey(v)
             if k in seen:
                 continue
             seen.add(k)
             try:
-                ok = self.low.check(v, self.locs)
+                ok = self.low.check(v, others)
             except _Undecided:
-                self._unsupported(self.enum_ptr.rsplit("/", 1)[0], self.enum_ptr.rsplit("/", 1)[1], "values are not checked against the other keywords here")
+                self._unsupported(
+                    self.enum_ptr.rsplit("/", 1)[0],
+                    self.enum_ptr.rsplit("/", 1)[1],
+                    "values are not checked against the other keywords here",
+                )
                 ok = True
             if ok:
                 values.append(v)
@@ -493,9 +551,13 @@ class _Norm:
                 from ...errors import LimitExceeded
 
                 raise LimitExceeded(
-                    "max_repetition", low.limits.max_repetition, f"string length bound {self.max_len or self.min_len}"
+                    "max_repetition",
+                    low.limits.max_repetition,
+                    f"string length bound {self.max_len or self.min_len}",
                 )
-            pieces.append((lx.string_length(self.min_len, self.max_len), self.where.get("maxLength", self.ptr)))
+            pieces.append(
+                (lx.string_length(self.min_len, self.max_len), self.where.get("maxLength", self.ptr))
+            )
         for pattern, p in self.patterns:
             node = low.pattern_node(pattern, p)
             if node is None:
@@ -517,7 +579,11 @@ class _Norm:
                 if lx.has_ops():
                     content = lx.intersect(content, node, low.limits)
                 else:
-                    self._unsupported(p.rsplit("/", 1)[0], p.rsplit("/", 1)[1], "cannot be combined with other string keywords")
+                    self._unsupported(
+                        p.rsplit("/", 1)[0],
+                        p.rsplit("/", 1)[1],
+                        "cannot be combined with other string keywords",
+                    )
         excluded = [v for v in self.notin if isinstance(v, str)]
         negs = [low.pattern_node(pat, p) for pat, p in self.neg_patterns]
         if excluded or negs:
@@ -525,7 +591,9 @@ class _Norm:
                 self._unsupported(self.ptr, "not", "excluding strings is not supported")
             else:
                 if excluded:
-                    content = lx.difference(content, alt(*(lx.string_literal_content(s) for s in excluded)), low.limits)
+                    content = lx.difference(
+                        content, alt(*(lx.string_literal_content(s) for s in excluded)), low.limits
+                    )
                 for n in negs:
                     if n is not None:
                         content = lx.difference(content, n, low.limits)
@@ -550,8 +618,6 @@ class _Norm:
                     locs.append(c.items)
             pos_locs.append(locs)
         rest_locs = [c.items for c in comps if c.items is not None]
-        if not any(c.items is not None for c in comps) and self.uneval_items is not None:
-            rest_locs = [self.uneval_items]
         if self.unique is not None and (hi is None or hi > 1):
             self._unsupported(self.unique.rsplit("/", 1)[0], "uniqueItems", UNSUPPORTED["uniqueItems"])
         sub = depth + 1
@@ -589,13 +655,26 @@ class _Norm:
         return container("[", "]", body, lo == 0, layout, depth)
 
     def _array_contains(
-        self, rest_locs: list[Loc], rest: Node, elems: list[Node], lo: int, hi: int | None, layout: Layout, depth: int
+        self,
+        rest_locs: list[Loc],
+        rest: Node,
+        elems: list[Node],
+        lo: int,
+        hi: int | None,
+        layout: Layout,
+        depth: int,
     ) -> Node:
         low = self.low
         if len(self.contains) > 1 or elems:
             ptr = self.contains[-1][3]
-            self._unsupported(ptr.rsplit("/", 1)[0], "contains", "is not enforced together with prefixItems or another contains")
-            return container("[", "]", concat(rest, star(concat(layout.sep(depth), rest))), lo == 0, layout, depth)
+            self._unsupported(
+                ptr.rsplit("/", 1)[0],
+                "contains",
+                "is not enforced together with prefixItems or another contains",
+            )
+            return container(
+                "[", "]", concat(rest, star(concat(layout.sep(depth), rest))), lo == 0, layout, depth
+            )
         cloc, a, b, ptr = self.contains[0]
         base = ptr.rsplit("/", 1)[0]
         sep = layout.sep(depth)
@@ -634,28 +713,26 @@ class _Norm:
     def _value_locs(self, name: str) -> tuple[list[Loc], bool]:
         """Schemas the value of property ``name`` must satisfy, and whether it is allowed at all."""
         locs: list[Loc] = []
-        evaluated = False
         for comp in self.obj:
-            if name in comp.props:
+            named = name in comp.props
+            if named:
                 locs.append(comp.props[name])
-                evaluated = True
-                continue
             matched = False
             for pattern, ploc, p in comp.patterns:
                 try:
                     hit = self.low.pattern_matches(pattern, name, p)
                 except _Undecided:
+                    self._unsupported(
+                        p.rsplit("/", 2)[0],
+                        "patternProperties",
+                        "cannot be matched against the property names",
+                    )
                     hit = False
                 if hit:
                     locs.append(ploc)
                     matched = True
-            if matched:
-                evaluated = True
-            elif comp.additional is not None:
+            if not named and not matched and comp.additional is not None:
                 locs.append(comp.additional)
-                evaluated = True
-        if not evaluated and self.uneval_props is not None:
-            locs.append(self.uneval_props)
         return locs, True
 
     def _object(self, layout: Layout, depth: int) -> Node:
@@ -682,7 +759,9 @@ class _Norm:
                 try:
                     allowed = low.check(name, self.prop_names)
                 except _Undecided:
-                    self._unsupported(self.prop_names[0].ptr.rsplit("/", 1)[0], "propertyNames", "cannot be checked")
+                    self._unsupported(
+                        self.prop_names[0].ptr.rsplit("/", 1)[0], "propertyNames", "cannot be checked"
+                    )
             value = NOTHING
             if allowed:
                 locs, _ = self._value_locs(name)
@@ -708,7 +787,11 @@ class _Norm:
             norm = _Norm(low)
             for loc in plain:
                 if any(loc.has(k) for k in ("anyOf", "oneOf", "not", "if")) or loc.extra:
-                    self._unsupported(self.prop_names[0].ptr.rsplit("/", 1)[0], "propertyNames", "with applicators is not supported")
+                    self._unsupported(
+                        self.prop_names[0].ptr.rsplit("/", 1)[0],
+                        "propertyNames",
+                        "with applicators is not supported",
+                    )
                     return base if not names else None
                 norm.add(loc)
             if "string" not in norm.types:
@@ -726,23 +809,31 @@ class _Norm:
             return base if pn is None else pn
         if not lx.has_ops():
             return None
-        lang = lx.difference(base if pn is None else pn, alt(*(lx.string_literal_content(n) for n in taken)), low.limits)
+        lang = lx.difference(
+            base if pn is None else pn, alt(*(lx.string_literal_content(n) for n in taken)), low.limits
+        )
         return lang
 
     def _extra_member(self, names: list[str], layout: Layout, sub: int) -> Node | None:
         low = self.low
         comps = self.obj
         patterns = [(pat, ploc, p, i) for i, c in enumerate(comps) for pat, ploc, p in c.patterns]
-        has_additional = any(c.additional is not None for c in comps)
+        any(c.additional is not None for c in comps)
         colon = layout.colon
         if len(patterns) > MAX_PATTERN_REGIONS:
-            self._unsupported(patterns[0][2].rsplit("/", 2)[0], "patternProperties", f"with more than {MAX_PATTERN_REGIONS} patterns is not supported")
+            self._unsupported(
+                patterns[0][2].rsplit("/", 2)[0],
+                "patternProperties",
+                f"with more than {MAX_PATTERN_REGIONS} patterns is not supported",
+            )
             patterns = []
         regions: list[tuple[Node | None, list[Loc]]] = []
         base_lang = self._key_language(names)
         if base_lang is None:
             ptr = self.ptr
-            self._unsupported(ptr, "additionalProperties", "cannot exclude the named properties from the extra keys")
+            self._unsupported(
+                ptr, "additionalProperties", "cannot exclude the named properties from the extra keys"
+            )
             return None
         if is_nothing(base_lang):
             return None
@@ -764,11 +855,11 @@ class _Norm:
             if patterns and lx.is_empty(lang, low.limits):
                 continue
             for i, c in enumerate(comps):
-                if not any(mask >> j & 1 for j, pat in enumerate(patterns) if pat[3] == i) and c.additional is not None:
+                if (
+                    not any(mask >> j & 1 for j, pat in enumerate(patterns) if pat[3] == i)
+                    and c.additional is not None
+                ):
                     locs.append(c.additional)
-            evaluated = mask != 0 or has_additional
-            if not evaluated and self.uneval_props is not None:
-                locs.append(self.uneval_props)
             regions.append((lang, locs))
         parts = []
         for lang, locs in regions:
@@ -780,7 +871,9 @@ class _Norm:
             return None
         return alt(*parts)
 
-    def _sequence(self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int) -> Node:
+    def _sequence(
+        self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int
+    ) -> Node:
         sep = layout.sep(depth)
         n_req = sum(1 for _, _, r in members if r)
         counting = self.min_props > 0 or self.max_props is not None
@@ -790,7 +883,9 @@ class _Norm:
             if len(optional_idx) <= MAX_ENUMERATED_OPTIONAL:
                 return self._enumerated(members, extra, layout, depth, optional_idx, deps)
             kw = "dependentRequired" if deps else "minProperties"
-            self._unsupported(self.ptr, kw, f"is not enforced with more than {MAX_ENUMERATED_OPTIONAL} optional properties")
+            self._unsupported(
+                self.ptr, kw, f"is not enforced with more than {MAX_ENUMERATED_OPTIONAL} optional properties"
+            )
         if self.low.property_order == "any" and 1 < len(members) <= MAX_ANY_ORDER:
             return self._any_order(members, extra, layout, depth)
         more = star(concat(sep, extra)) if extra is not None else EMPTY
@@ -844,7 +939,12 @@ class _Norm:
                 if x_hi == 0:
                     continue
                 assert extra is not None
-                alts.append(concat(extra, repeat(concat(sep, extra), max(0, x_lo - 1), None if x_hi is None else x_hi - 1)))
+                alts.append(
+                    concat(
+                        extra,
+                        repeat(concat(sep, extra), max(0, x_lo - 1), None if x_hi is None else x_hi - 1),
+                    )
+                )
                 continue
             body = [seq[0]]
             for s in seq[1:]:
@@ -854,7 +954,9 @@ class _Norm:
             alts.append(concat(*body))
         return container("{", "}", alt(*alts), empty_ok, layout, depth)
 
-    def _any_order(self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int) -> Node:
+    def _any_order(
+        self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int
+    ) -> Node:
         sep = layout.sep(depth)
         more = star(concat(sep, extra)) if extra is not None else EMPTY
         memo: dict[tuple[frozenset[int], bool], Node] = {}
@@ -950,7 +1052,9 @@ def _check_keywords(low: Lowerer, value: Any, loc: Loc, level: int) -> bool:
         elif kw == "format":
             if isinstance(value, str) and isinstance(v, str):
                 content = lx.format_content(v)
-                if content is not None and not low.dfa_accepts(content, json.dumps(value, ensure_ascii=False)[1:-1].encode()):
+                if content is not None and not low.dfa_accepts(
+                    content, json.dumps(value, ensure_ascii=False)[1:-1].encode()
+                ):
                     return False
         elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
             if _is_num(value) and not _check_number(kw, v, value, node, p):
@@ -1017,7 +1121,11 @@ def _check_keywords(low: Lowerer, value: Any, loc: Loc, level: int) -> bool:
                 return False
         elif kw == "if":
             branch = "then" if low.check(value, [loc.child(kw)], level + 1) else "else"
-            if branch in node and branch not in loc.omit and not low.check(value, [loc.child(branch)], level + 1):
+            if (
+                branch in node
+                and branch not in loc.omit
+                and not low.check(value, [loc.child(branch)], level + 1)
+            ):
                 return False
         elif kw in ("dependentSchemas", "dependencies"):
             if isinstance(value, dict):

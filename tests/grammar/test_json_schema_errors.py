@@ -1,0 +1,200 @@
+"""JSON Schema compiler: typed errors with JSON pointers, unenforced keywords, limits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
+
+from tokensieve import GrammarCompiler, GrammarMatcher, LimitExceeded, Limits, SchemaError, TokenizerInfo
+from tokensieve.grammar.json_schema import schema_to_grammar
+
+
+@pytest.fixture(scope="module")
+def compiler() -> GrammarCompiler:
+    vocab = make_tiny_vocab()
+    info = TokenizerInfo(vocab, vocab_size=len(vocab), stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+    return GrammarCompiler(info)
+
+
+def accepts(compiled, text: str) -> bool:
+    m = GrammarMatcher(compiled)
+    return m.accept_string(text) and m.is_completed()
+
+
+def test_unparsable_text_gives_position() -> None:
+    with pytest.raises(SchemaError) as info:
+        schema_to_grammar('{"type": "object",\n  "properties": {,}}')
+    assert "line 2" in str(info.value)
+    assert "column" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "schema,pointer",
+    [
+        ({"properties": {"a": {"minimum": "x"}}}, "/properties/a/minimum"),
+        ({"type": "strin"}, "/type"),
+        ({"required": "a"}, "/required"),
+        ({"type": "string", "pattern": "(ab"}, "/pattern"),
+        ({"items": 3}, "/items"),
+        ({"$ref": "#/$defs/missing"}, "/$ref"),
+        ({"anyOf": []}, "/anyOf"),
+        ({"minLength": -1}, "/minLength"),
+        ({"maxItems": 1.5}, "/maxItems"),
+        ({"multipleOf": 0}, "/multipleOf"),
+        ({"properties": {"a": {"properties": {"b": 7}}}}, "/properties/a/properties/b"),
+        ({"$defs": {"x": {"enum": 3}}, "$ref": "#/$defs/x"}, "/$defs/x/enum"),
+        ({"patternProperties": {"(": {}}}, "/patternProperties/("),
+        ({"prefixItems": [{"type": 1}]}, "/prefixItems/0/type"),
+    ],
+)
+def test_bad_keyword_values_point_at_the_keyword(schema, pointer) -> None:
+    with pytest.raises(SchemaError) as info:
+        schema_to_grammar(schema)
+    assert info.value.pointer == pointer
+
+
+@pytest.mark.parametrize(
+    "schema,pointer,keyword",
+    [
+        ({"type": "array", "uniqueItems": True}, "/uniqueItems", "uniqueItems"),
+        ({"properties": {"a": {"$dynamicRef": "#x"}}}, "/properties/a/$dynamicRef", "$dynamicRef"),
+        ({"$ref": "https://example.com/other.json"}, "/$ref", "$ref"),
+        (
+            {"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "maxItems": 2}]},
+            "/oneOf",
+            "oneOf",
+        ),
+        (
+            {"type": "object", "unevaluatedProperties": False, "anyOf": [{"properties": {"a": {}}}]},
+            "/unevaluatedProperties",
+            "unevaluatedProperties",
+        ),
+    ],
+)
+def test_unsupported_keywords_strict_and_lenient(compiler, schema, pointer, keyword) -> None:
+    with pytest.raises(SchemaError) as info:
+        compiler.compile_json_schema(schema)
+    assert info.value.pointer == pointer
+    compiled = compiler.compile_json_schema(schema, strict=False)
+    assert any(u.startswith(f"{pointer}: {keyword} ") for u in compiled.unenforced), compiled.unenforced
+
+
+def test_unknown_keywords_are_ignored(compiler) -> None:
+    compiled = compiler.compile_json_schema({"type": "integer", "x-custom": {"a": 1}, "title": "n"})
+    assert compiled.unenforced == ()
+    assert accepts(compiled, "12")
+
+
+def test_unknown_format_is_reported_not_raised(compiler) -> None:
+    compiled = compiler.compile_json_schema({"type": "string", "format": "no-such-format"})
+    assert any("/format: format" in u for u in compiled.unenforced)
+    assert accepts(compiled, '"anything"')
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer", "minimum": 5, "maximum": 1},
+        False,
+        {"type": "object", "properties": {"a": False}, "required": ["a"]},
+        {"allOf": [{"type": "string"}, {"type": "integer"}]},
+        {"enum": [1, 2], "type": "string"},
+        {"type": "string", "minLength": 5, "maxLength": 2},
+        {"type": "object", "required": ["a"], "additionalProperties": False},
+        {"type": "array", "minItems": 3, "maxItems": 1},
+        {"not": {}},
+    ],
+)
+def test_unsatisfiable_schemas(compiler, schema) -> None:
+    with pytest.raises(SchemaError):
+        compiler.compile_json_schema(schema)
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValueError):
+        schema_to_grammar({}, whitespace="loose")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        schema_to_grammar({}, property_order="sorted")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        schema_to_grammar({}, indent=-1)
+    with pytest.raises(SchemaError):
+        schema_to_grammar([1, 2])
+
+
+# ------------------------------------------------------------- adversarial
+def test_deep_nesting_is_a_typed_error_or_works(compiler) -> None:
+    schema: dict = {"type": "integer"}
+    for _ in range(500):
+        schema = {
+            "type": "object",
+            "properties": {"a": schema},
+            "required": ["a"],
+            "additionalProperties": False,
+        }
+    with pytest.raises(LimitExceeded):
+        compiler.compile_json_schema(schema)
+    nested: dict = {"type": "integer"}
+    for _ in range(500):
+        nested = {"type": "array", "items": nested}
+    with pytest.raises(LimitExceeded):
+        compiler.compile_json_schema(json.dumps(nested))
+
+
+def test_nesting_within_the_limit_works(compiler) -> None:
+    schema: dict = {"type": "integer"}
+    for _ in range(40):
+        schema = {"type": "array", "items": schema, "maxItems": 1}
+    compiled = compiler.compile_json_schema(schema, whitespace="compact")
+    assert accepts(compiled, "[" * 40 + "1" + "]" * 40)
+    assert not accepts(compiled, "[" * 39 + "1" + "]" * 39)
+
+
+def test_ten_thousand_entry_enum(compiler) -> None:
+    values = [f"item-{i}" for i in range(10_000)]
+    compiled = compiler.compile_json_schema({"enum": values})
+    assert accepts(compiled, '"item-9999"')
+    assert accepts(compiled, '"item-0"')
+    assert not accepts(compiled, '"item-10000"')
+
+
+def test_enum_over_the_limit(compiler) -> None:
+    small = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_choices=100))
+    with pytest.raises(LimitExceeded):
+        small.compile_json_schema({"enum": list(range(101))})
+
+
+def test_giant_one_of_of_constants(compiler) -> None:
+    compiled = compiler.compile_json_schema({"oneOf": [{"const": i} for i in range(2000)]})
+    assert accepts(compiled, "1999")
+    assert not accepts(compiled, "2000")
+
+
+def test_huge_max_length_with_pattern(compiler) -> None:
+    schema = {"type": "string", "maxLength": 1_000_000, "pattern": "^[a-z]+$"}
+    try:
+        compiled = compiler.compile_json_schema(schema)
+    except LimitExceeded:
+        return
+    assert accepts(compiled, '"abc"')
+
+
+def test_four_megabyte_schema(compiler) -> None:
+    schema = {"type": "object", "description": "x" * (4 << 20), "properties": {"a": {"type": "integer"}}}
+    compiled = compiler.compile_json_schema(schema)
+    assert accepts(compiled, '{"a": 1}')
+
+
+def test_many_properties_is_bounded(compiler) -> None:
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(3000)}}
+    small = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_nfa_states=20_000))
+    with pytest.raises(LimitExceeded):
+        small.compile_json_schema(schema)
+
+
+def test_rule_limit(compiler) -> None:
+    defs = {f"d{i}": {"type": "array", "items": {"$ref": f"#/$defs/d{(i + 1) % 50}"}} for i in range(50)}
+    small = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_grammar_rules=10))
+    with pytest.raises(LimitExceeded):
+        small.compile_json_schema({"$defs": defs, "$ref": "#/$defs/d0"})
