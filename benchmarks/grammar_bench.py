@@ -173,7 +173,11 @@ def main(argv: list[str] | None = None) -> int:
             results.append(run_engine_workload(engine, w, walks[w.name], args.repeat))  # type: ignore[arg-type]
 
     diffs, disputes, notes = compare_masks(
-        results, vocab, workloads, walks, oracle_for=_oracle_for(oracles)  # type: ignore[arg-type]
+        results,
+        vocab,
+        workloads,
+        walks,
+        oracle_for=_oracle_for(oracles),  # type: ignore[arg-type]
     )
     ran = [e.name for e in engines]
     report = render_markdown(

@@ -102,7 +102,7 @@ _JSON_EXAMPLES = (
 
 _ARITH_GBNF = r"""
 # left-recursive arithmetic: + - * / with the usual precedence, unary minus, parentheses
-root   ::= ws expr ws
+root   ::= expr ws
 expr   ::= expr ws "+" ws term | expr ws "-" ws term | term
 term   ::= term ws "*" ws factor | term ws "/" ws factor | factor
 factor ::= number | "(" ws expr ws ")" | "-" ws factor
@@ -132,7 +132,7 @@ _ARITH_EXAMPLES = (
 
 _SQL_GBNF = r"""
 # a subset of SELECT: select list, FROM, WHERE with AND/OR/NOT and comparisons, ORDER BY, LIMIT
-root      ::= ws query ws ( ";" ws )?
+root      ::= query ws ( ";" ws )?
 query     ::= "SELECT" ws ( "DISTINCT" ws )? selection ws "FROM" ws tables ( ws where )? ( ws orderby )? ( ws limit )?
 selection ::= "*" | item ( ws "," ws item )*
 item      ::= expr ( ws "AS" ws ident )?
@@ -201,7 +201,7 @@ _SQL_EXAMPLES = (
 _CLIKE_GBNF = r"""
 # a C-like language: functions, declarations, assignments, if/else, while, blocks, calls,
 # expressions with seven precedence levels; // comments count as white space
-root     ::= ws ( top ws )+
+root     ::= ( top ws )+
 top      ::= function | stmt
 function ::= type ws ident ws "(" ws params? ws ")" ws block
 params   ::= param ( ws "," ws param )*
