@@ -4,6 +4,8 @@
 
     tokensieve generate --regex PATTERN "prompt"
     tokensieve generate --choices red,green,blue "Pick a colour"
+    tokensieve generate --schema person.json "Describe a person"
+    tokensieve generate --json "Describe a person as JSON"
 
 Generated text goes to stdout as it is produced (one sample per line);
 progress, logs and errors go to stderr. Exit status: 0 on success, 2 for bad
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .errors import GrammarError, TokensieveError
+from .errors import GrammarError, SchemaError, TokensieveError
 from .limits import Limits
 
 __all__ = ["build_parser", "main"]
@@ -81,6 +83,31 @@ def _add_generate(commands: Any) -> None:
         metavar="FILE",
         type=Path,
         help="the output is one of the non-empty lines of FILE (taken exactly)",
+    )
+    exclusive.add_argument(
+        "--schema",
+        metavar="FILE",
+        type=Path,
+        help="the output is JSON valid against this JSON Schema (draft 2020-12) file",
+    )
+    exclusive.add_argument("--json", action="store_true", help="the output is any JSON value")
+    constraint.add_argument(
+        "--lenient",
+        action="store_true",
+        help="with --schema: compile keywords that cannot be enforced exactly, warning about them, "
+        "instead of refusing the schema",
+    )
+    constraint.add_argument(
+        "--indent",
+        type=int,
+        metavar="N",
+        help="with --schema or --json: lay the JSON out exactly as json.dumps(indent=N) does",
+    )
+    constraint.add_argument(
+        "--whitespace",
+        choices=("compact", "flexible"),
+        help="with --schema or --json: no whitespace between JSON tokens (compact, the default: "
+        "one sample per line) or short runs of blanks and newlines (flexible)",
     )
     sampling = p.add_argument_group("sampling")
     sampling.add_argument(
@@ -147,10 +174,41 @@ class _UsageError(Exception):
     """A bad argument; reported with exit status 2."""
 
 
-def _check_constraint(args: argparse.Namespace) -> list[str] | None:
+def _read_schema(args: argparse.Namespace) -> Any:
+    try:
+        return args.schema.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _UsageError(f"cannot read --schema {args.schema}: {exc}") from exc
+
+
+def _json_options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.indent is not None and args.indent < 0:
+        raise _UsageError("--indent must be at least 0")
+    return {
+        "whitespace": args.whitespace or "compact",
+        "indent": args.indent,
+        "strict": not args.lenient,
+    }
+
+
+def _check_constraint(args: argparse.Namespace) -> Any:
     """Validate the constraint before the model is loaded, so mistakes show at once."""
     from .automata import choices_to_dfa, regex_to_dfa
 
+    if args.json or args.schema is not None:
+        from .grammar.json_schema import schema_to_grammar
+
+        schema = {} if args.json else _read_schema(args)
+        options = _json_options(args)
+        if args.json:
+            options["strict"] = False
+        _, unenforced = schema_to_grammar(schema, **options)
+        for item in unenforced:
+            if args.schema is not None:
+                logger.warning("not enforced: %s", item)
+        return ("json", schema, options)
+    if args.lenient or args.indent is not None or args.whitespace is not None:
+        raise _UsageError("--lenient, --indent and --whitespace go with --schema or --json")
     if args.regex is not None:
         regex_to_dfa(args.regex, Limits())
         return None
@@ -171,6 +229,9 @@ def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     try:
         choices = _check_constraint(args)
+    except SchemaError as exc:
+        what = "--schema" if args.schema is not None else "--json"
+        raise _UsageError(f"invalid {what}: {exc}") from exc
     except GrammarError as exc:
         what = "--regex" if args.regex is not None else "--choices"
         raise _UsageError(f"invalid {what}: {exc}") from exc
@@ -180,7 +241,13 @@ def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     loaded = load_model(args.model, cache_dir=args.cache_dir, progress=True)
     _set_threads(loaded.model, args.threads)
     compiler = loaded.compiler
-    compiled = compiler.compile_regex(args.regex) if choices is None else compiler.compile_choices(choices)
+    if isinstance(choices, tuple):
+        _, schema, options = choices
+        compiled: Any = compiler.compile_json_schema(schema, **options)
+    elif choices is None:
+        compiled = compiler.compile_regex(args.regex)
+    else:
+        compiled = compiler.compile_choices(choices)
     for i in range(args.n):
         stream = loaded.generate(
             compiled,
