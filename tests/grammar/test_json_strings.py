@@ -29,13 +29,39 @@ from tokensieve.grammar.json_strings import (
 from tokensieve.grammar.regex import parse_regex
 
 
+def _escapes_plain_ascii(content: str) -> bool:
+    """Whether ``content`` spells a printable ASCII character (not ``"`` or ``\\``) as ``\\u00XX``."""
+    i = 0
+    while i < len(content):
+        if content[i] != "\\":
+            i += 1
+            continue
+        if content[i + 1 : i + 2] == "u":
+            try:
+                cp = int(content[i + 2 : i + 6], 16)
+            except ValueError:
+                return False
+            if 0x20 <= cp <= 0x7E and cp not in (0x22, 0x5C):
+                return True
+            i += 6
+        else:
+            i += 2
+    return False
+
+
 def decode(content: str) -> str | None:
-    """The decoded string, or None when the content is not a valid JSON string of Unicode text."""
+    """The decoded string, or None when the content is not in the accepted language.
+
+    That is: not a valid JSON string of Unicode text, or a spelling of printable
+    ASCII as ``\\u00XX``, which the constrained language leaves out by design.
+    """
     try:
         value = json.loads('"' + content + '"')
     except ValueError:
         return None
     if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
+        return None
+    if _escapes_plain_ascii(content):
         return None
     return value
 
@@ -54,6 +80,8 @@ def spellings(cp: int) -> set[str]:
     else:
         v = cp - 0x10000
         units = [0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)]
+    if 0x20 <= cp <= 0x7E and ch not in '"\\':
+        return out  # printable ASCII is only ever written as itself
     for case in (str.lower, str.upper, _mixed):
         out.add("".join("\\u" + case(f"{u:04x}") for u in units))
     return out
@@ -77,6 +105,9 @@ BROKEN = [
     "\\udc00",
     "\\ude00\\ud83d",
     "\\ud83d\\u0041",
+    "\\u0041",
+    "\\u007E",
+    "\\u0020",
     "\\a",
     "\x00",
     "\x1f",
@@ -173,7 +204,8 @@ def test_content_maps_literals_and_structure() -> None:
         ('\\u00e9\\/12\\"', True),
         ('\\u00C9/\\"', False),  # É, not é
         ('é/1a\\"', False),
-        ("é/\\u0031\\u0032\\u0022", True),
+        ("é/12\\u0022", True),
+        ("é/\\u0031\\u0032\\u0022", False),  # printable ASCII is never spelled \u00XX
         ("é/", False),
     ]:
         assert dfa.accepts(text.encode()) == ok, text
@@ -190,7 +222,8 @@ def test_content_rejects_non_text_leaves() -> None:
         json_string_content(literal(b"\xff"))
     # ASCII byte classes stand for characters
     dfa = ir_to_dfa(json_string_content(byte_class([(0x61, 0x62)])))
-    assert dfa.accepts(b"a") and dfa.accepts(b"\\u0062") and not dfa.accepts(b"c")
+    assert dfa.accepts(b"a") and dfa.accepts(b"b") and not dfa.accepts(b"c")
+    assert not dfa.accepts(b"\\u0062")  # printable ASCII is never spelled \u00XX
 
 
 # ----------------------------------------------------------------- patterns

@@ -6,7 +6,9 @@ text between the quotes, where one character has many spellings: ``é`` is the
 raw UTF-8 bytes ``C3 A9``, or ``\\u00e9``, or ``\\u00E9``; ``😀`` is four UTF-8
 bytes or the escaped surrogate pair ``\\ud83d\\ude00`` in any letter case;
 ``/`` is ``/`` or ``\\/``. The functions here build IR that accepts every
-spelling of exactly the decoded strings in a language:
+spelling of exactly the decoded strings in a language (with one exception:
+printable ASCII other than ``"`` and ``\\`` is never spelled ``\\u00XX``, see
+:func:`json_string_char`):
 
 * :func:`json_string_char`: one encoded character whose code point lies in a
   set of ranges;
@@ -68,6 +70,8 @@ ANY_CHAR = CharClass(normalize_ranges([(0, MAX_CODE_POINT)]))
 
 #: Code points a JSON string must escape.
 _MUST_ESCAPE: Ranges = ((0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C))
+#: Printable ASCII that may stand for itself: never spelled ``\\u00XX`` (see :func:`json_string_char`).
+_PLAIN_ASCII: Ranges = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E))
 #: The two-character escapes and the code point each denotes.
 _SHORT_ESCAPES = {
     0x22: b'\\"',
@@ -141,8 +145,9 @@ def _char_node(ranges: Ranges) -> Node:
     for cp, text in _SHORT_ESCAPES.items():
         if _intersect(ranges, ((cp, cp),)):
             parts.append(literal(text))
-    # \uXXXX for BMP code points (surrogates are never in normalised ranges)
-    for lo, hi in _intersect(ranges, ((0, 0xFFFF),)):
+    # \uXXXX for BMP code points (surrogates are never in normalised ranges), except
+    # printable ASCII, which is written as itself
+    for lo, hi in _subtract(_intersect(ranges, ((0, 0xFFFF),)), _PLAIN_ASCII):
         parts.append(concat(_U, _hex4(lo, hi)))
     # escaped surrogate pairs for the astral planes
     pairs: list[Node] = []
@@ -187,6 +192,15 @@ def json_string_char(ranges: Iterable[tuple[int, int]] | None = None) -> Node:
         escapes ``\\" \\\\ \\/ \\b \\f \\n \\r \\t``, ``\\uXXXX`` with hex digits in
         either case for the Basic Multilingual Plane, and an escaped surrogate
         pair (any case) beyond it. :data:`NOTHING` for empty ranges.
+
+    Notes
+    -----
+    Printable ASCII characters other than ``"`` and ``\\`` (U+0020 to U+007E)
+    are accepted only as themselves, never as ``\\u00XX`` (``\\u0041`` for
+    ``A``). No JSON encoder writes them that way, and allowing it makes the
+    automaton of every constrained string (formats, patterns, lengths) about
+    seven times larger. This is the one spelling the constrained language
+    leaves out; the decoded strings it accepts are exactly those in ``ranges``.
     """
     rs = normalize_ranges([(0, MAX_CODE_POINT)] if ranges is None else ranges)
     if not rs:
