@@ -40,6 +40,9 @@ __all__ = ["CompiledPushdownGrammar"]
 
 Config = tuple[int, ...]
 
+#: a row entry whose successor state is known to exist but is not interned yet
+_PENDING = -2
+
 
 class _TrieArrays:
     """int64 views of the token trie used by the walk."""
@@ -170,6 +173,8 @@ class CompiledPushdownGrammar:
         self._loops = np.zeros((cap, 4), dtype=np.uint64)
         self._utf8 = np.zeros(cap, dtype=bool)
         self._closures: dict[frozenset[Config], int] = {}
+        # rows with successors not interned yet: state -> (byte -> group or -1, group -> stacks)
+        self._pending: dict[int, tuple[np.ndarray, list[set[Config]]]] = {}
         # memo: stack suffix -> (packed mask, escape nodes); state -> packed mask
         self._levels: dict[Config, tuple[np.ndarray, np.ndarray | None]] = {}
         self._walks: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray | None]] = {}
@@ -203,6 +208,8 @@ class CompiledPushdownGrammar:
         with self._lock:
             if not self._known[state]:
                 self._fill_row(state)
+            if state in self._pending:
+                self._resolve(state, None)
             return self._table[state]
 
     def step_bytes(self, state: int, data: bytes) -> int:
@@ -213,9 +220,15 @@ class CompiledPushdownGrammar:
                 with self._lock:
                     self._fill_row(state)
                 table, known = self._table, self._known
-            state = int(table[state, b])
-            if state < 0:
+            nxt = int(table[state, b])
+            if nxt == _PENDING:
+                with self._lock:
+                    self._resolve(state, np.array([b]))
+                table, known = self._table, self._known
+                nxt = int(table[state, b])
+            if nxt < 0:
                 return -1
+            state = nxt
         return state
 
     def token_mask(self, state: int) -> np.ndarray:
@@ -242,6 +255,8 @@ class CompiledPushdownGrammar:
     def snapshot(self) -> dict[str, Any]:
         """Everything computed so far, as plain containers and arrays (for the disk cache)."""
         with self._lock:
+            for sid in list(self._pending):
+                self._resolve(sid, None)
             n = len(self._sets)
             net = self.network
             return {
@@ -374,7 +389,16 @@ class CompiledPushdownGrammar:
         self._table, self._known, self._escape, self._loops, self._utf8 = table, known, escape, loops, utf8
 
     def _fill_row(self, sid: int) -> None:
-        configs = [c for c in self._sets[sid] if c]
+        """The row of ``sid``: -1 where no byte leads, successors interned lazily.
+
+        Bytes with the same successor stacks form a group. A group whose stacks
+        (before closure) lie inside ``sid`` may lead back to ``sid`` and is
+        interned now, so that the loop bytes are exact; the other groups are
+        marked ``_PENDING`` and interned on first use (:meth:`_resolve`): a trie
+        walk visits only some of them.
+        """
+        members = self._sets[sid]
+        configs = [c for c in members if c]
         row = np.full(256, -1, dtype=np.int32)
         if configs:
             tops = np.fromiter((c[-1] for c in configs), dtype=np.int64, count=len(configs))
@@ -382,31 +406,72 @@ class CompiledPushdownGrammar:
             if len(configs) == 1:
                 col = cols[0]
                 bytes_live = np.flatnonzero(col >= 0)
+                targets: list[set[Config]] = []
                 if bytes_live.size:
                     uniq, inverse = np.unique(col[bytes_live], return_inverse=True)
                     base = configs[0][:-1]
-                    ids = [self._intern_closed({(*base, t)}) for t in uniq.tolist()]
-                    row[bytes_live] = np.asarray(ids, dtype=np.int32)[inverse]
+                    targets = [{(*base, t)} for t in uniq.tolist()]
             else:
                 bytes_live = np.flatnonzero((cols >= 0).any(axis=0))
+                targets = []
                 if bytes_live.size:
                     keys = np.ascontiguousarray(cols[:, bytes_live].T).view(
                         np.dtype((np.void, 4 * len(configs)))
                     )
                     _, first, inverse = np.unique(keys.ravel(), return_index=True, return_inverse=True)
-                    for u, b in enumerate(first.tolist()):
+                    for b in first.tolist():
                         column = cols[:, bytes_live[b]].tolist()
-                        nxt = {c[:-1] + (t,) for c, t in zip(configs, column, strict=True) if t >= 0}
-                        row[bytes_live[inverse == u]] = self._intern_closed(nxt)
+                        targets.append(
+                            {c[:-1] + (t,) for c, t in zip(configs, column, strict=True) if t >= 0}
+                        )
+            if bytes_live.size:
+                groups = np.full(256, -1, dtype=np.int32)
+                groups[bytes_live] = inverse
+                lazy = False
+                for u, nxt in enumerate(targets):
+                    if nxt <= members:
+                        row[groups == u] = self._intern_closed(nxt)
+                        groups[groups == u] = -1
+                    else:
+                        row[groups == u] = _PENDING
+                        lazy = True
+                if lazy:
+                    self._pending[sid] = (groups, targets)
         self._table[sid] = row
         self._known[sid] = True
         # loop bytes of every state, escaping or not: walks that need no escape nodes
         # (the bottom frame of a stack) take the subtree shortcut in escaping states too
         loops = np.packbits(row == sid, bitorder="little").view(np.uint64)
-        if loops.any() and is_utf8_closed(sid, self.row):
+        if loops.any() and row[0xC2] != -1 and row[0xF4] != -1 and is_utf8_closed(sid, self.row):
             loops = loops | HIGH_BYTES
             self._utf8[sid] = True
         self._loops[sid] = loops
+
+    def _resolve(self, sid: int, byte_values: np.ndarray | None) -> None:
+        """Intern the pending successors of ``sid`` on ``byte_values`` (None: all)."""
+        entry = self._pending.get(sid)
+        if entry is None:
+            return
+        groups, targets = entry
+        wanted = groups if byte_values is None else groups[byte_values]
+        for u in np.unique(wanted[wanted >= 0]).tolist():
+            target = self._intern_closed(targets[u])  # may grow the table
+            where = groups == u
+            self._table[sid][where] = target
+            groups[where] = -1
+        if not (groups >= 0).any():
+            del self._pending[sid]
+
+    def _successors(self, states: np.ndarray, byte_values: np.ndarray) -> np.ndarray:
+        """``table[states, byte_values]`` as int64 with pending successors interned."""
+        nxt = self._table[states, byte_values].astype(np.int64)
+        pend = nxt == _PENDING
+        if pend.any():
+            ps, bs = states[pend], byte_values[pend]
+            for s in np.unique(ps).tolist():
+                self._resolve(s, np.unique(bs[ps == s]))
+            nxt[pend] = self._table[ps, bs]
+        return nxt
 
     def _ensure_rows(self, states: np.ndarray) -> None:
         if states.size == 0:
@@ -450,10 +515,11 @@ class CompiledPushdownGrammar:
         else:
             if start_nodes.size > 64:
                 # expand only the start nodes with a child on a byte that ``start`` accepts
-                live = np.packbits(self._table[start] >= 0, bitorder="little").view(np.uint64)
+                live = np.packbits(self._table[start] != -1, bitorder="little").view(np.uint64)
                 start_nodes = start_nodes[np.any(tr.child_bits[start_nodes] & live, axis=1)]
             node, _ = tr.children(start_nodes)
-        state = self._table[start][tr.node_byte[node]].astype(np.int64)
+        node_bytes = tr.node_byte[node]
+        state = self._successors(np.full(node_bytes.size, start, dtype=np.int64), node_bytes)
         keep = state >= 0
         node, state = node[keep], state[keep]
         out_lo: list[np.ndarray] = []
@@ -486,7 +552,7 @@ class CompiledPushdownGrammar:
             kids, parent = tr.children(node)
             if kids.size == 0:
                 break
-            nstate = self._table[state[parent], tr.node_byte[kids]].astype(np.int64)
+            nstate = self._successors(state[parent], tr.node_byte[kids])
             keep = nstate >= 0
             node, state = kids[keep], nstate[keep]
         b = self._builder
