@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,8 +71,10 @@ records or accepts more invalid instances than it allows.
 """
 
 
-def write_docs(tables: str) -> None:
-    block = f"{BEGIN}\n\n{tables}\n{END}"
+def write_docs(tables: str, seconds: float) -> None:
+    when = time.strftime("%Y-%m-%d", time.gmtime())
+    note = f"Measured {when} ({seconds:.0f} s for the whole run, mask checks included)."
+    block = f"{BEGIN}\n\n{tables}\n{note}\n\n{END}"
     if DOCS.exists():
         text = DOCS.read_text(encoding="utf-8")
         if BEGIN in text and END in text:
@@ -147,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.json.write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
     if args.write_docs:
-        write_docs(tables)
+        write_docs(tables, result.seconds)
     if args.update_ratchet:
         old = json.loads(RATCHET.read_text(encoding="utf-8")) if RATCHET.exists() else None
         if old:
