@@ -24,8 +24,6 @@ from support.real_vocabs import smollm2_gguf
 
 from tokensieve import GrammarCompiler, TokenizerInfo
 
-pytestmark = pytest.mark.slow
-
 RATCHET = Path(__file__).with_name("conformance_ratchet.json")
 
 
@@ -49,6 +47,7 @@ def suite_result() -> sr.SuiteResult:
     return sr.run_suite(info, tokenizer)
 
 
+@pytest.mark.slow
 def test_conformance_does_not_regress(suite_result: sr.SuiteResult) -> None:
     ratchet = json.loads(RATCHET.read_text(encoding="utf-8"))
     print(sr.markdown_tables(suite_result))
@@ -65,6 +64,7 @@ def test_conformance_does_not_regress(suite_result: sr.SuiteResult) -> None:
     assert not regressions, "JSON-Schema-Test-Suite conformance regressed:\n" + "\n".join(regressions)
 
 
+@pytest.mark.slow
 def test_masks_agree_with_accept_token(suite_result: sr.SuiteResult) -> None:
     bad = [
         f"{g.file} #{g.index} {g.description!r}: instance {json.dumps(t.instance)[:80]}: {t.mask_mismatch}"
@@ -75,6 +75,7 @@ def test_masks_agree_with_accept_token(suite_result: sr.SuiteResult) -> None:
     assert not bad, f"{len(bad)} tests where the mask and accept_token disagree:\n" + "\n".join(bad[:30])
 
 
+@pytest.mark.slow
 def test_suite_ran_every_test(suite_result: sr.SuiteResult) -> None:
     # The run covers the whole suite: every test is classified, none dropped.
     directory = sr.suite_dir()
@@ -88,6 +89,7 @@ def test_suite_ran_every_test(suite_result: sr.SuiteResult) -> None:
     assert all(t.cls in sr.CLASSES for g in suite_result.groups for t in g.tests)
 
 
+@pytest.mark.slow
 def test_schema_errors_are_typed(suite_result: sr.SuiteResult) -> None:
     crashes = [f"{g.file} #{g.index} {g.description!r}: {g.error}" for g in suite_result.groups if g.crashed]
     crashes += [
@@ -97,3 +99,42 @@ def test_schema_errors_are_typed(suite_result: sr.SuiteResult) -> None:
         if t.cls == "crash"
     ]
     assert not crashes, "untyped exceptions while compiling or matching:\n" + "\n".join(crashes[:30])
+
+
+# --- the ratchet logic itself, on hand-made results (no vocabulary needed) ------------------------
+
+
+def _result(file: str, classes: list[str]) -> sr.SuiteResult:
+    tests = [sr.TestResult(f"t{i}", i, c.startswith("valid"), c) for i, c in enumerate(classes)]
+    group = sr.GroupResult(file, 0, "g", {}, compiled="not-compiled" not in classes, tests=tests)
+    return sr.SuiteResult([group], 0.0, "test")
+
+
+def test_ratchet_flags_fewer_passes_and_new_unsound_cases() -> None:
+    ratchet = {"files": {"a.json": {"passed": 2, "invalid_accepted": 0}}}
+    same = _result("a.json", ["valid-accepted", "invalid-rejected", "valid-rejected"])
+    assert sr.check_ratchet(same, ratchet) == ([], [])
+    fewer = _result("a.json", ["valid-accepted", "valid-rejected", "valid-rejected"])
+    regressions, _ = sr.check_ratchet(fewer, ratchet)
+    assert len(regressions) == 1 and "1 tests pass" in regressions[0]
+    unsound = _result("a.json", ["valid-accepted", "invalid-rejected", "invalid-accepted"])
+    regressions, _ = sr.check_ratchet(unsound, ratchet)
+    assert len(regressions) == 1 and "invalid instances accepted" in regressions[0]
+    more = _result("a.json", ["valid-accepted", "invalid-rejected", "invalid-rejected"])
+    regressions, improvements = sr.check_ratchet(more, ratchet)
+    assert regressions == [] and len(improvements) == 1
+
+
+def test_ratchet_update_only_raises_passes() -> None:
+    old = {"files": {"a.json": {"passed": 3, "invalid_accepted": 2}}}
+    worse = _result("a.json", ["valid-accepted", "invalid-accepted"])
+    new = sr.updated_ratchet(worse, old)
+    assert new["files"]["a.json"] == {"passed": 3, "invalid_accepted": 1}
+    better = _result("a.json", ["valid-accepted"] * 5)
+    assert sr.updated_ratchet(better, old)["files"]["a.json"] == {"passed": 5, "invalid_accepted": 0}
+
+
+def test_mask_mismatch_fails_a_test() -> None:
+    t = sr.TestResult("t", 1, True, "valid-accepted", mask_mismatch="token #0 not in the mask")
+    assert not t.passed
+    assert sr.TestResult("t", 1, True, "valid-accepted").passed
