@@ -21,6 +21,7 @@ stacks, memoised per state.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -166,6 +167,10 @@ class CompiledPushdownGrammar:
         # interned pushdown states
         self._ids: dict[frozenset[Config], int] = {}
         self._sets: list[frozenset[Config]] = []
+        # the stacks each state was interned from (before closure): every other stack of
+        # the state follows from them by entering or leaving rules without a byte, so it
+        # can consume no token they cannot, and masks are the union over the seeds only
+        self._seeds: list[frozenset[Config]] = []
         cap = 64
         self._table = np.full((cap, 256), -1, dtype=np.int32)
         self._known = np.zeros(cap, dtype=bool)
@@ -177,7 +182,8 @@ class CompiledPushdownGrammar:
         self._pending: dict[int, tuple[np.ndarray, list[set[Config]]]] = {}
         # memo: stack suffix -> (packed mask, escape nodes); state -> packed mask
         self._levels: dict[Config, tuple[np.ndarray, np.ndarray | None]] = {}
-        self._walks: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray | None]] = {}
+        # (state, start nodes) -> (start nodes, mask, escape nodes); large node sets keyed by a digest
+        self._walks: dict[tuple[int, int, bytes], tuple[Any, np.ndarray, np.ndarray | None]] = {}
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mask_bytes = 0
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
@@ -296,6 +302,7 @@ class CompiledPushdownGrammar:
         while self._table.shape[0] < n:
             self._grow()
         self._sets = list(sets)
+        self._seeds = list(sets)
         self._ids = {st: i for i, st in enumerate(sets)}
         self._closures = {}
         self._table[:n] = snapshot["table"]
@@ -370,6 +377,7 @@ class CompiledPushdownGrammar:
                 self._grow()
             self._ids[closed] = sid
             self._sets.append(closed)
+            self._seeds.append(key)
             self._escape[sid] = () in closed
         self._closures[key] = sid
         return sid
@@ -493,13 +501,20 @@ class CompiledPushdownGrammar:
         """
         if start_nodes is not None and start_nodes.size == 1 and start_nodes[0] == 0:
             start_nodes = None  # below the root: the same walk as from the root
-        key = (start, b"" if start_nodes is None else start_nodes.tobytes())
+        if start_nodes is None:
+            key: tuple[int, int, bytes] = (start, 0, b"")
+        elif start_nodes.size <= 32:
+            key = (start, start_nodes.size, start_nodes.tobytes())
+        else:
+            digest = hashlib.blake2b(start_nodes.tobytes(), digest_size=16).digest()
+            key = (start, start_nodes.size, digest)
         hit = self._walks.get(key)
-        if hit is not None and (hit[1] is not None or not need_escapes):
-            return hit
-        result = self._walk_uncached(start, start_nodes, need_escapes)
-        self._walks[key] = result
-        return result
+        if hit is not None and (hit[2] is not None or not need_escapes):
+            if start_nodes is None or start_nodes.size <= 32 or np.array_equal(hit[0], start_nodes):
+                return hit[1], hit[2]
+        mask, escapes = self._walk_uncached(start, start_nodes, need_escapes)
+        self._walks[key] = (start_nodes, mask, escapes)
+        return mask, escapes
 
     def _walk_uncached(
         self, start: int, start_nodes: np.ndarray | None, need_escapes: bool
@@ -568,16 +583,16 @@ class CompiledPushdownGrammar:
     def _union(self, parts: list[np.ndarray]) -> np.ndarray:
         """Sorted unique trie nodes of ``parts``."""
         if not parts:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int32)
         if len(parts) == 1 and parts[0].size <= 1:
-            return parts[0]
+            return parts[0].astype(np.int32)
         total = sum(p.size for p in parts)
         if total < 4096:
-            return np.unique(np.concatenate(parts))
+            return np.unique(np.concatenate(parts)).astype(np.int32)
         seen = np.zeros(self._trie.num_nodes, dtype=bool)
         for p in parts:
             seen[p] = True
-        return np.flatnonzero(seen)
+        return np.flatnonzero(seen).astype(np.int32)
 
     def _level(self, suffix: Config, need_escapes: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         hit = self._levels.get(suffix)
@@ -595,10 +610,9 @@ class CompiledPushdownGrammar:
 
     def _compute_mask(self, state: int) -> np.ndarray:
         acc = self._empty_words.copy()
-        complete = False
-        for config in self._sets[state]:
+        complete = () in self._sets[state]
+        for config in self._seeds[state]:
             if not config:
-                complete = True
                 continue
             for depth in range(1, len(config) + 1):
                 mask, nodes = self._level(config[-depth:], depth < len(config))
