@@ -158,12 +158,29 @@ class CompiledPushdownGrammar:
             g_trans.append(np.where(t64 >= 0, t64 + np.int32(offsets[r]), np.int32(-1)))
         self._gtrans = np.ascontiguousarray(np.concatenate(g_trans, axis=0), dtype=np.int32)
         self._gaccept = np.concatenate(network.accepting).tolist()
+        # a call whose return state can only return (accepting, no byte, no call) is a tail
+        # call: the callee replaces the caller's frame (return state -1), so right recursion
+        # such as ``unary ::= "-" unary | ...`` does not grow the stack
+        no_bytes = (self._gtrans < 0).all(axis=1).tolist()
+        final = [
+            bool(a and n and not any(per_state[q]))
+            for r, per_state in enumerate(network.calls)
+            for q, (a, n) in enumerate(
+                zip(
+                    network.accepting[r].tolist(),
+                    no_bytes[int(offsets[r]) : int(offsets[r + 1])],
+                    strict=True,
+                )
+            )
+        ]
         self._gcalls: list[tuple[tuple[int, int], ...]] = []
         for r, per_state in enumerate(network.calls):
             for edges in per_state:
-                self._gcalls.append(
-                    tuple((int(offsets[s] + network.starts[s]), int(offsets[r] + ret)) for s, ret in edges)
-                )
+                calls = []
+                for s, ret in edges:
+                    g_ret = int(offsets[r] + ret)
+                    calls.append((int(offsets[s] + network.starts[s]), -1 if final[g_ret] else g_ret))
+                self._gcalls.append(tuple(calls))
         # interned pushdown states
         self._ids: dict[frozenset[Config], int] = {}
         self._sets: list[frozenset[Config]] = []
@@ -188,6 +205,9 @@ class CompiledPushdownGrammar:
         self._mask_bytes = 0
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._empty_words = np.zeros(self._builder.num_words, dtype=np.int32)
+        self._stop_words = self._empty_words.copy()
+        for stop in self._builder.stop_token_ids.tolist():
+            self._stop_words.view(np.uint32)[stop >> 5] |= np.uint32(1 << (stop & 31))
 
     # ------------------------------------------------------------ interface
     @property
@@ -350,7 +370,7 @@ class CompiledPushdownGrammar:
                     out.add(d)
                     todo.append(d)
             for start, ret in calls[g]:
-                d = c[:-1] + (ret, start)
+                d = c[:-1] + (ret, start) if ret >= 0 else c[:-1] + (start,)
                 if d not in out:
                     if len(d) > max_depth:
                         raise LimitExceeded("max_stack_depth", max_depth, "the parse stack is too deep")
@@ -409,7 +429,7 @@ class CompiledPushdownGrammar:
         configs = [c for c in members if c]
         row = np.full(256, -1, dtype=np.int32)
         if configs:
-            tops = np.fromiter((c[-1] for c in configs), dtype=np.int64, count=len(configs))
+            tops = np.array([c[-1] for c in configs], dtype=np.int64)
             cols = self._gtrans[tops]  # (k, 256)
             if len(configs) == 1:
                 col = cols[0]
@@ -620,11 +640,7 @@ class CompiledPushdownGrammar:
                 if nodes is None or nodes.size == 0:
                     break
         if complete:
-            stops = self._builder.stop_token_ids
-            if stops.size:
-                np.bitwise_or.at(
-                    acc, stops >> 5, (np.int64(1) << (stops & 31)).astype(np.uint32).view(np.int32)
-                )
+            np.bitwise_or(acc, self._stop_words, out=acc)
         acc.setflags(write=False)
         return acc
 
