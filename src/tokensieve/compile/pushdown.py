@@ -161,18 +161,12 @@ class CompiledPushdownGrammar:
         # a call whose return state can only return (accepting, no byte, no call) is a tail
         # call: the callee replaces the caller's frame (return state -1), so right recursion
         # such as ``unary ::= "-" unary | ...`` does not grow the stack
-        no_bytes = (self._gtrans < 0).all(axis=1).tolist()
-        final = [
-            bool(a and n and not any(per_state[q]))
-            for r, per_state in enumerate(network.calls)
-            for q, (a, n) in enumerate(
-                zip(
-                    network.accepting[r].tolist(),
-                    no_bytes[int(offsets[r]) : int(offsets[r + 1])],
-                    strict=True,
-                )
-            )
-        ]
+        no_bytes: list[bool] = list(np.all(self._gtrans < 0, axis=1).tolist())
+        final: list[bool] = []
+        for r, per_state in enumerate(network.calls):
+            base = int(offsets[r])
+            for q, edges in enumerate(per_state):
+                final.append(self._gaccept[base + q] and no_bytes[base + q] and not edges)
         self._gcalls: list[tuple[tuple[int, int], ...]] = []
         for r, per_state in enumerate(network.calls):
             for edges in per_state:
