@@ -31,6 +31,7 @@ import numpy as np
 from ..automata.pushdown import RuleNetwork
 from ..errors import LimitExceeded
 from ..limits import Limits
+from .token_masks import _ranges
 from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 from .vocab_cache import mask_builder_for
 
@@ -60,6 +61,28 @@ class _TrieArrays:
         self.subtree_bytes = trie.subtree_bytes
         self.num_nodes = int(self.node_byte.size)
         self._child_bits: np.ndarray | None = None
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
+        self.pair_parent = np.zeros(0, dtype=np.int64)
+        self.pair_child = np.zeros(0, dtype=np.int64)
+
+    @property
+    def pairs_by_byte(self) -> tuple[np.ndarray, np.ndarray]:
+        """All (parent, child) pairs grouped by the child's byte (built on first use).
+
+        Returns ``(lo, hi)``: the pairs of byte ``b`` are ``pair_parent[lo[b]:hi[b]]``
+        (sorted) and ``pair_child[lo[b]:hi[b]]``.
+        """
+        if self._pairs is None:
+            counts = self.child_start[1:] - self.child_start[:-1]
+            parents = np.repeat(np.arange(self.num_nodes, dtype=np.int64), counts)
+            kids = self.child_ids[: parents.size]
+            kid_bytes = self.node_byte[kids]
+            order = np.lexsort((parents, kid_bytes))
+            self.pair_parent = parents[order]
+            self.pair_child = kids[order]
+            edges = np.searchsorted(kid_bytes[order], np.arange(257))
+            self._pairs = (edges[:-1], edges[1:])
+        return self._pairs
 
     @property
     def child_bits(self) -> np.ndarray:
@@ -195,6 +218,7 @@ class CompiledPushdownGrammar:
         self._levels: dict[Config, tuple[np.ndarray, np.ndarray | None]] = {}
         # (state, start nodes) -> (start nodes, mask, escape nodes); large node sets keyed by a digest
         self._walks: dict[tuple[int, int, bytes], tuple[Any, np.ndarray, np.ndarray | None]] = {}
+        self._digests: dict[int, tuple[np.ndarray, bytes]] = {}
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mask_bytes = 0
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
@@ -520,7 +544,12 @@ class CompiledPushdownGrammar:
         elif start_nodes.size <= 32:
             key = (start, start_nodes.size, start_nodes.tobytes())
         else:
-            digest = hashlib.blake2b(start_nodes.tobytes(), digest_size=16).digest()
+            known = self._digests.get(id(start_nodes))
+            if known is not None and known[0] is start_nodes:
+                digest = known[1]
+            else:
+                digest = hashlib.blake2b(start_nodes.tobytes(), digest_size=16).digest()
+                self._digests[id(start_nodes)] = (start_nodes, digest)
             key = (start, start_nodes.size, digest)
         hit = self._walks.get(key)
         if hit is not None and (hit[2] is not None or not need_escapes):
@@ -542,11 +571,25 @@ class CompiledPushdownGrammar:
         if start_nodes is None:
             node = tr.root_children
         else:
+            node = None
             if start_nodes.size > 64:
-                # expand only the start nodes with a child on a byte that ``start`` accepts
-                live = np.packbits(self._table[start] != -1, bitorder="little").view(np.uint64)
-                start_nodes = start_nodes[np.any(tr.child_bits[start_nodes] & live, axis=1)]
-            node, _ = tr.children(start_nodes)
+                # expand only the start nodes with a child on a byte that ``start`` accepts:
+                # from the (parent, child) pairs of those bytes when they are fewer than the
+                # start nodes, else by testing each start node's child bytes
+                live_row = self._table[start] != -1
+                lo, hi = tr.pairs_by_byte
+                live_bytes = np.flatnonzero(live_row)
+                counts = hi[live_bytes] - lo[live_bytes]
+                if int(counts.sum()) < start_nodes.size:
+                    pos = _ranges(lo[live_bytes], counts)
+                    parents, kids = tr.pair_parent[pos], tr.pair_child[pos]
+                    at = np.minimum(np.searchsorted(start_nodes, parents), start_nodes.size - 1)
+                    node = kids[start_nodes[at] == parents]
+                else:
+                    live = np.packbits(live_row, bitorder="little").view(np.uint64)
+                    start_nodes = start_nodes[np.any(tr.child_bits[start_nodes] & live, axis=1)]
+            if node is None:
+                node, _ = tr.children(start_nodes)
         node_bytes = tr.node_byte[node]
         state = self._successors(np.full(node_bytes.size, start, dtype=np.int64), node_bytes)
         keep = state >= 0
@@ -600,6 +643,17 @@ class CompiledPushdownGrammar:
             return np.zeros(0, dtype=np.int32)
         if len(parts) == 1 and parts[0].size <= 1:
             return parts[0].astype(np.int32)
+        first = parts[0]
+        if first.dtype == np.int32 and first.size > 4096 and sum(p.size for p in parts[1:]) < 4096:
+            # a large sorted set passed through (the start nodes) plus a few new nodes
+            if len(parts) == 1:
+                return first
+            new = np.unique(np.concatenate(parts[1:])).astype(np.int32)
+            at = np.minimum(np.searchsorted(first, new), first.size - 1)
+            missing = new[first[at] != new]
+            if missing.size == 0:
+                return first
+            return np.insert(first, np.searchsorted(first, missing), missing)
         total = sum(p.size for p in parts)
         if total < 4096:
             return np.unique(np.concatenate(parts)).astype(np.int32)
