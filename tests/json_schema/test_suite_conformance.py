@@ -22,21 +22,18 @@ import pytest
 from json_schema import suite_runner as sr
 from support.real_vocabs import smollm2_gguf
 
-from tokensieve import GrammarCompiler, TokenizerInfo
+from tokensieve import TokenizerInfo
 
 RATCHET = Path(__file__).with_name("conformance_ratchet.json")
 
 
-@pytest.fixture(scope="module")
-def suite_result() -> sr.SuiteResult:
+def _run_suite() -> sr.SuiteResult:
     directory = sr.suite_dir()
     if not directory.is_dir():
         pytest.skip(
             f"the JSON-Schema-Test-Suite is not at {directory}: set TOKENSIEVE_SHARED_DATA to the folder "
             "that holds JSON-Schema-Test-Suite/ (a clone of github.com/json-schema-org/JSON-Schema-Test-Suite)"
         )
-    if not hasattr(GrammarCompiler, "compile_json_schema"):
-        pytest.skip("GrammarCompiler.compile_json_schema is not available")
     path = smollm2_gguf()
     pytest.importorskip(
         "transformers", reason="encoding the instances needs transformers (pip install transformers gguf)"
@@ -47,58 +44,73 @@ def suite_result() -> sr.SuiteResult:
     return sr.run_suite(info, tokenizer)
 
 
+def _mask_mismatches(result: sr.SuiteResult) -> list[str]:
+    return [
+        f"{g.file} #{g.index} {g.description!r}: instance {json.dumps(t.instance)[:80]}: {t.mask_mismatch}"
+        for g in result.groups
+        for t in g.tests
+        if t.mask_mismatch
+    ]
+
+
+def _crashes(result: sr.SuiteResult) -> list[str]:
+    out = [f"{g.file} #{g.index} {g.description!r}: {g.error}" for g in result.groups if g.crashed]
+    out += [
+        f"{g.file} #{g.index}: instance {json.dumps(t.instance)[:80]}: {t.detail}"
+        for g in result.groups
+        for t in g.tests
+        if t.cls == "crash"
+    ]
+    return out
+
+
 @pytest.mark.slow
-def test_conformance_does_not_regress(suite_result: sr.SuiteResult) -> None:
+def test_json_schema_test_suite() -> None:
+    # One test (not several sharing a fixture) so that pytest-xdist runs the suite once.
+    result = _run_suite()
+    print(sr.markdown_tables(result))
+    problems: list[str] = []
+
+    # 1. every test of the suite was run and classified
+    expected = sum(
+        len(g["tests"])
+        for which in ("keywords", "format")
+        for _, groups in sr.load_suite(sr.suite_dir(), which)
+        for g in groups
+    )
+    ran = sum(len(g.tests) for g in result.groups)
+    if ran != expected:
+        problems.append(f"{ran} tests were run, the suite holds {expected}")
+
+    # 2. the ratchet: per file, no fewer passes and no more invalid instances accepted
     ratchet = json.loads(RATCHET.read_text(encoding="utf-8"))
-    print(sr.markdown_tables(suite_result))
-    regressions, improvements = sr.check_ratchet(suite_result, ratchet)
+    regressions, improvements = sr.check_ratchet(result, ratchet)
+    if regressions:
+        problems.append("conformance regressed:\n" + "\n".join(regressions))
     if improvements:
         print(
             "More tests pass than the ratchet records; raise it with "
             "`python scripts/json_suite_report.py --update-ratchet --write-docs`:\n  "
             + "\n  ".join(improvements)
         )
-    missing = sorted(set(suite_result.summaries()) - set(ratchet["files"]))
+    missing = sorted(set(result.summaries()) - set(ratchet["files"]))
     if missing:
         print("Suite files without a ratchet entry (run the update script): " + ", ".join(missing))
-    assert not regressions, "JSON-Schema-Test-Suite conformance regressed:\n" + "\n".join(regressions)
 
+    # 3. the mask filled before each token agrees with accept_token (and the stop token)
+    mismatches = _mask_mismatches(result)
+    if mismatches:
+        problems.append(
+            f"{len(mismatches)} tests where the mask and accept_token disagree:\n"
+            + "\n".join(mismatches[:30])
+        )
 
-@pytest.mark.slow
-def test_masks_agree_with_accept_token(suite_result: sr.SuiteResult) -> None:
-    bad = [
-        f"{g.file} #{g.index} {g.description!r}: instance {json.dumps(t.instance)[:80]}: {t.mask_mismatch}"
-        for g in suite_result.groups
-        for t in g.tests
-        if t.mask_mismatch
-    ]
-    assert not bad, f"{len(bad)} tests where the mask and accept_token disagree:\n" + "\n".join(bad[:30])
+    # 4. bad or unsupported schemas get typed errors; the matcher never raises
+    crashes = _crashes(result)
+    if crashes:
+        problems.append("untyped exceptions while compiling or matching:\n" + "\n".join(crashes[:30]))
 
-
-@pytest.mark.slow
-def test_suite_ran_every_test(suite_result: sr.SuiteResult) -> None:
-    # The run covers the whole suite: every test is classified, none dropped.
-    directory = sr.suite_dir()
-    expected = sum(
-        len(g["tests"])
-        for which in ("keywords", "format")
-        for _, groups in sr.load_suite(directory, which)
-        for g in groups
-    )
-    assert sum(len(g.tests) for g in suite_result.groups) == expected
-    assert all(t.cls in sr.CLASSES for g in suite_result.groups for t in g.tests)
-
-
-@pytest.mark.slow
-def test_schema_errors_are_typed(suite_result: sr.SuiteResult) -> None:
-    crashes = [f"{g.file} #{g.index} {g.description!r}: {g.error}" for g in suite_result.groups if g.crashed]
-    crashes += [
-        f"{g.file} #{g.index}: instance {json.dumps(t.instance)[:80]}: {t.detail}"
-        for g in suite_result.groups
-        for t in g.tests
-        if t.cls == "crash"
-    ]
-    assert not crashes, "untyped exceptions while compiling or matching:\n" + "\n".join(crashes[:30])
+    assert not problems, "\n\n".join(problems)
 
 
 # --- the ratchet logic itself, on hand-made results (no vocabulary needed) ------------------------
