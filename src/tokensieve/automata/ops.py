@@ -10,8 +10,13 @@ The product is built breadth-first, one whole frontier of state pairs at a
 time, over the byte classes that neither operand tells apart (a regex DFA
 usually has a handful), so a step is a few numpy operations on a
 ``(frontier, classes)`` block. Only pairs reachable from the start pair are
-built; the result is then trimmed and minimised (:mod:`.minimize`), so it
-obeys the :class:`ByteDFA` contract and equal languages give identical tables.
+built; the result is then trimmed and minimised, so it obeys the
+:class:`ByteDFA` contract and equal languages give identical tables. Both steps
+first try a few whole-table numpy rounds (co-reachability as a fixed point,
+Moore's partition refinement), which settle quickly when every state is a few
+bytes from telling itself apart; deep automata (long counters such as
+``[a-z]{0,999}``) fall back to a per-state search and Hopcroft's algorithm
+(:mod:`.minimize`).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from ..limits import Limits
 from .build import ir_to_dfa
 from .determinize import Row
 from .dfa import ByteDFA
-from .minimize import minimize, trim
+from .minimize import minimize
 from .nfa import automaton_runs
 from .utf8 import class_sequences
 
@@ -147,8 +152,8 @@ def _class_tables(dfa: ByteDFA) -> tuple[np.ndarray, np.ndarray]:
     classes are numbered in order of their smallest byte.
     """
     if dfa.has_table:
-        trans = dfa.transitions
-        keys = [trans[:, b].tobytes() for b in range(256)]
+        columns = np.ascontiguousarray(dfa.transitions.T)
+        keys = [columns[b].tobytes() for b in range(256)]
     else:
         src, byte, dst = dfa.edge_list()
         order = np.argsort(byte, kind="stable")  # by (byte, source)
@@ -303,6 +308,95 @@ def _product(a: ByteDFA, b: ByteDFA, subtract: bool, limits: Limits) -> ByteDFA 
     return _finish(table, accepting, class_of_byte, 0, reachable=True)
 
 
+def _restrict(
+    table: np.ndarray, accepting: np.ndarray, start: int, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The sub-automaton on the states ``keep`` (a bool mask), renumbered in order."""
+    idx = np.flatnonzero(keep)
+    renum = np.full(table.shape[0], -1, dtype=np.int64)
+    renum[idx] = np.arange(len(idx))
+    sub = table[idx]
+    safe = np.maximum(sub, 0)
+    sub = np.where((sub >= 0) & keep[safe], renum[safe], -1)
+    return sub, accepting[idx], int(renum[start])
+
+
+def _reachable(table: np.ndarray, start: int) -> np.ndarray:
+    """States reachable from ``start`` (bool mask)."""
+    rows = table.tolist()
+    seen = [False] * len(rows)
+    seen[start] = True
+    todo = [start]
+    for q in todo:
+        for t in rows[q]:
+            if t >= 0 and not seen[t]:
+                seen[t] = True
+                todo.append(t)
+    return np.array(seen, dtype=bool)
+
+
+def _coreachable(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """States from which an accepting state can be reached (bool mask)."""
+    valid = table >= 0
+    safe = np.where(valid, table, 0)
+    alive = accepting.copy()
+    for _ in range(_SHALLOW_ROUNDS):  # whole-table rounds: quick when acceptance is near
+        new = accepting | (valid & alive[safe]).any(axis=1)
+        if np.array_equal(new, alive):
+            return alive
+        alive = new
+    src, cls = np.nonzero(valid)
+    dst = table[src, cls]
+    order = np.argsort(dst, kind="stable")
+    preds = src[order].tolist()
+    bounds = np.searchsorted(dst[order], np.arange(table.shape[0] + 1)).tolist()
+    seen = alive.tolist()
+    todo = [q for q, ok in enumerate(seen) if ok]
+    for t in todo:
+        for q in preds[bounds[t] : bounds[t + 1]]:
+            if not seen[q]:
+                seen[q] = True
+                todo.append(q)
+    return np.array(seen, dtype=bool)
+
+
+def _moore(table: np.ndarray, accepting: np.ndarray) -> np.ndarray | None:
+    """The coarsest congruence respecting acceptance by Moore's rounds, or ``None`` if deep.
+
+    A round splits the states whose rows of (block, blocks of the targets)
+    differ, found by hashing each row to 64 bits. The final partition is
+    checked to be a congruence that respects acceptance, so a hash collision
+    can only cost the fast path, never correctness; as rounds only split where
+    they must, it is then the coarsest. Returns each state's block, or
+    ``None`` when more than ``_SHALLOW_ROUNDS`` rounds would be needed.
+    """
+    valid = table >= 0
+    safe = np.where(valid, table, 0)
+    rng = np.random.default_rng(0x5EED)
+    mult = rng.integers(1, 1 << 62, size=table.shape[1] + 1, dtype=np.int64).astype(np.uint64) * 2 + 1
+    block = accepting.astype(np.int64)
+    count = len(np.unique(block))
+    for _ in range(_SHALLOW_ROUNDS):
+        tgt = np.where(valid, block[safe], -1)
+        with np.errstate(over="ignore"):
+            h = (block.astype(np.uint64) + np.uint64(1)) * mult[0]
+            h += ((tgt + 1).astype(np.uint64) * mult[1:]).sum(axis=1, dtype=np.uint64)
+        _, inverse = np.unique(h, return_inverse=True)
+        block = inverse.reshape(-1).astype(np.int64)
+        new_count = int(block.max()) + 1
+        if new_count == count:
+            break
+        count = new_count
+    else:
+        return None
+    first = np.full(count, len(block), dtype=np.int64)
+    np.minimum.at(first, block, np.arange(len(block)))
+    tgt = np.where(valid, block[safe], -1)
+    if not (np.array_equal(tgt, tgt[first][block]) and np.array_equal(accepting, accepting[first][block])):
+        return None
+    return block
+
+
 def _finish(
     table: np.ndarray,
     accepting: np.ndarray,
@@ -312,47 +406,65 @@ def _finish(
 ) -> ByteDFA | None:
     """Trim and minimise a DFA over classes given as a table; ``None`` for an empty language.
 
-    ``reachable``: every state is known to be reachable from ``start``.
+    ``reachable``: every state is known to be reachable from ``start``. The
+    result is numbered breadth-first from its start state 0, successors by
+    increasing class (classes are numbered by their smallest byte), as
+    :func:`~tokensieve.automata.minimize.minimize` numbers its output, so
+    equal languages give identical tables.
     """
     if not accepting.any():
         return None
-    num_states = table.shape[0]
-    src, cls = np.nonzero(table >= 0)
-    dst = table[src, cls]
-    bounds = np.searchsorted(src, np.arange(num_states + 1)).tolist()
-    cls_l, dst_l = cls.tolist(), dst.tolist()
-    rows: list[Row] = [
-        list(zip(cls_l[bounds[s] : bounds[s + 1]], dst_l[bounds[s] : bounds[s + 1]], strict=True))
-        for s in range(num_states)
-    ]
-    acc = accepting.tolist()
     if not reachable:
-        seen = [False] * num_states
-        seen[start] = True
-        todo = [start]
-        for s in todo:
-            for _, t in rows[s]:
-                if not seen[t]:
-                    seen[t] = True
-                    todo.append(t)
-        if len(todo) < num_states:
-            todo.sort()
-            renum = {s: i for i, s in enumerate(todo)}
-            rows = [[(c, renum[t]) for c, t in rows[s]] for s in todo]
-            acc = [acc[s] for s in todo]
-            start = renum[start]
-    trimmed = trim(rows, acc, start)
-    if trimmed is None:
+        keep = _reachable(table, start)
+        if not keep.all():
+            table, accepting, start = _restrict(table, accepting, start, keep)
+    alive = _coreachable(table, accepting)
+    if not alive[start]:
         return None
-    rows2, acc2 = minimize(*trimmed)
-    n = len(rows2)
-    m_src = [s for s, row in enumerate(rows2) for _ in row]
-    m_cls = [c for row in rows2 for c, _ in row]
-    m_dst = [t for row in rows2 for _, t in row]
-    out = np.full((n, int(class_of_byte.max()) + 1), -1, dtype=np.int32)
-    out[m_src, m_cls] = m_dst
-    trans = np.ascontiguousarray(out[:, class_of_byte])
-    return ByteDFA(trans, np.array(acc2, dtype=bool), 0)
+    if not alive.all():
+        table, accepting, start = _restrict(table, accepting, start, alive)
+    block = _moore(table, accepting)
+    if block is not None:
+        count = int(block.max()) + 1
+        first = np.full(count, len(block), dtype=np.int64)
+        np.minimum.at(first, block, np.arange(len(block)))
+        q_table = np.where(table[first] >= 0, block[np.maximum(table[first], 0)], -1)
+        q_acc = accepting[first]
+        q_start = int(block[start])
+    else:  # deep automata: Hopcroft's algorithm on lists
+        src, cls = np.nonzero(table >= 0)
+        dst = table[src, cls]
+        bounds = np.searchsorted(src, np.arange(table.shape[0] + 1)).tolist()
+        cls_l, dst_l = cls.tolist(), dst.tolist()
+        rows: list[Row] = [
+            list(zip(cls_l[bounds[q] : bounds[q + 1]], dst_l[bounds[q] : bounds[q + 1]], strict=True))
+            for q in range(table.shape[0])
+        ]
+        rows2, acc2 = minimize(rows, accepting.tolist(), start)
+        q_table = np.full((len(rows2), table.shape[1]), -1, dtype=np.int64)
+        m_src = [q for q, row in enumerate(rows2) for _ in row]
+        q_table[m_src, [c for row in rows2 for c, _ in row]] = [t for row in rows2 for _, t in row]
+        q_acc = np.array(acc2, dtype=bool)
+        q_start = 0
+    # breadth-first numbering from the start, successors by increasing class
+    q_rows = q_table.tolist()
+    order = [q_start]
+    number = {q_start: 0}
+    for q in order:
+        for t in q_rows[q]:
+            if t >= 0 and t not in number:
+                number[t] = len(order)
+                order.append(t)
+    perm = np.array(order, dtype=np.int64)
+    new_id = np.full(q_table.shape[0], -1, dtype=np.int64)
+    new_id[perm] = np.arange(len(perm))
+    out = q_table[perm]
+    out = np.where(out >= 0, new_id[np.maximum(out, 0)], -1).astype(np.int32)
+    return ByteDFA(np.ascontiguousarray(out[:, class_of_byte]), q_acc[perm], 0)
+
+
+# rounds of whole-table numpy steps tried before falling back to per-state work
+_SHALLOW_ROUNDS = 24
 
 
 _ALL_BYTES: ByteDFA | None = None
