@@ -68,7 +68,16 @@ def main() -> None:
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("--beam", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads; the step's tensors are small, and on a busy machine extra "
+        "threads mostly wait for each other (0 keeps torch's default)",
+    )
     args = p.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
 
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
