@@ -8,11 +8,16 @@ is not a JSON value of the right kind) but admit fewer spellings.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from ...automata import ops as _ops
+from .. import json_formats as _formats
+from .. import json_numbers as _numbers
+from .. import json_strings as _strings
 from ..ir import (
     EMPTY,
     NOTHING,
@@ -28,23 +33,6 @@ from ..ir import (
     star,
 )
 from ..ir import alt as _alt
-
-try:  # pragma: no cover - depends on which modules are present
-    from .. import json_strings as _strings
-except ImportError:  # pragma: no cover
-    _strings = None  # type: ignore[assignment]
-try:  # pragma: no cover
-    from .. import json_numbers as _numbers
-except ImportError:  # pragma: no cover
-    _numbers = None  # type: ignore[assignment]
-try:  # pragma: no cover
-    from .. import json_formats as _formats
-except ImportError:  # pragma: no cover
-    _formats = None  # type: ignore[assignment]
-try:  # pragma: no cover
-    from ...automata import ops as _ops
-except ImportError:  # pragma: no cover
-    _ops = None  # type: ignore[assignment]
 
 alt = _alt
 
@@ -82,13 +70,13 @@ def has_ops() -> bool:
 def intersect(x: Node, y: Node, limits: Any) -> Node:
     """Intersection of two regular IR languages (needs :mod:`tokensieve.automata.ops`)."""
     assert _ops is not None
-    return _ops.ir_intersect(x, y, limits)  # type: ignore[no-any-return]
+    return _ops.ir_intersect(x, y, limits)
 
 
 def difference(x: Node, y: Node, limits: Any) -> Node:
     """``x`` minus ``y`` (needs :mod:`tokensieve.automata.ops`)."""
     assert _ops is not None
-    return _ops.ir_difference(x, y, limits)  # type: ignore[no-any-return]
+    return _ops.ir_difference(x, y, limits)
 
 
 def is_empty(node: Node, limits: Any) -> bool:
@@ -104,7 +92,7 @@ def is_empty(node: Node, limits: Any) -> bool:
 def string_char() -> Node:
     """One character of a JSON string as it is written (raw or escaped)."""
     if _strings is not None:
-        return _strings.json_string_char()  # type: ignore[no-any-return]
+        return _strings.json_string_char()
     return _alt(_RAW_CHAR, _ESCAPE)
 
 
@@ -116,28 +104,28 @@ def any_string_content() -> Node:
 def string_length(min_length: int, max_length: int | None) -> Node:
     """Content of strings of ``min_length`` to ``max_length`` characters."""
     if _strings is not None:
-        return _strings.json_string_length(min_length, max_length)  # type: ignore[no-any-return]
+        return _strings.json_string_length(min_length, max_length)
     return repeat(string_char(), min_length, max_length)
 
 
 def content_of(node: Node) -> Node:
     """Every written form of the decoded text ``node`` (a language over characters)."""
     if _strings is not None:
-        return _strings.json_string_content(node)  # type: ignore[no-any-return]
+        return _strings.json_string_content(node)
     return node  # fallback: raw characters only (callers only pass text without quotes/controls)
 
 
 def string_literal_content(text: str) -> Node:
     """Written forms of the string ``text`` (between the quotes)."""
     if _strings is not None:
-        return _strings.json_string_content(literal(text))  # type: ignore[no-any-return]
+        return _strings.json_string_content(literal(text))
     return literal(json.dumps(text, ensure_ascii=False)[1:-1])
 
 
 def pattern_content(pattern: str, limits: Any) -> Node | None:
     """Content of the strings that contain a match of the ECMA ``pattern`` (None: unavailable)."""
     if _strings is not None and hasattr(_strings, "json_string_pattern"):
-        return _strings.json_string_pattern(pattern, limits)  # type: ignore[no-any-return]
+        return _strings.json_string_pattern(pattern, limits)
     return None
 
 
@@ -163,6 +151,10 @@ _EXP = concat(
     byte_class([(0x45, 0x45), (0x65, 0x65)]), optional(byte_class([(0x2B, 0x2B), (0x2D, 0x2D)])), plus(_DIGIT)
 )
 ANY_NUMBER = concat(optional(literal("-")), _INT_PART, optional(_FRAC), optional(_EXP))
+# numbers with a non-zero fraction digit, without an exponent (sure not to be integers)
+NON_INTEGER = concat(
+    optional(literal("-")), _INT_PART, literal("."), star(_DIGIT), _DIGIT19, star(_DIGIT)
+)
 # integers, also written with a zero fraction (1.0)
 ANY_INTEGER = concat(optional(literal("-")), _INT_PART, optional(concat(literal("."), plus(literal("0")))))
 
@@ -183,7 +175,7 @@ def number_node(
     if _numbers is not None:
         fn = _numbers.json_integer if integer else _numbers.json_number
         try:
-            return fn(  # type: ignore[no-any-return]
+            return fn(
                 minimum,
                 maximum,
                 exclusive_minimum=exclusive_minimum,
@@ -272,8 +264,12 @@ def container(open_: str, close_: str, members: Node, empty_ok: bool, layout: La
     return _alt(*parts) if parts else NOTHING
 
 
-def value_literal(value: Any, layout: Layout, depth: int) -> Node:
-    """The spellings of a JSON value (object keys in the given order)."""
+def value_literal(value: Any, layout: Layout, depth: int, any_order: bool = False) -> Node:
+    """The spellings of a JSON value.
+
+    Object keys come in the given order, or in any order (objects of up to 5
+    keys) when ``any_order``.
+    """
     if value is None:
         return literal("null")
     if value is True:
@@ -287,7 +283,7 @@ def value_literal(value: Any, layout: Layout, depth: int) -> Node:
     if isinstance(value, list):
         if not value:
             return container("[", "]", NOTHING, True, layout, depth)
-        items = [value_literal(v, layout, depth + 1) for v in value]
+        items = [value_literal(v, layout, depth + 1, any_order) for v in value]
         body = [items[0]]
         for it in items[1:]:
             body += [layout.sep(depth), it]
@@ -296,13 +292,17 @@ def value_literal(value: Any, layout: Layout, depth: int) -> Node:
         if not value:
             return container("{", "}", NOTHING, True, layout, depth)
         members = [
-            concat(quoted(string_literal_content(k)), layout.colon, value_literal(v, layout, depth + 1))
+            concat(quoted(string_literal_content(k)), layout.colon, value_literal(v, layout, depth + 1, any_order))
             for k, v in value.items()
         ]
-        body = [members[0]]
-        for m in members[1:]:
-            body += [layout.sep(depth), m]
-        return container("{", "}", concat(*body), False, layout, depth)
+        orders = itertools.permutations(members) if any_order and len(members) <= 5 else [members]
+        bodies = []
+        for order in orders:
+            body = [order[0]]
+            for m in order[1:]:
+                body += [layout.sep(depth), m]
+            bodies.append(concat(*body))
+        return container("{", "}", _alt(*bodies), False, layout, depth)
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 

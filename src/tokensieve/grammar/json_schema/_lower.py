@@ -373,29 +373,32 @@ class Lowerer:
                 self.unsupported(loc.ptr, "if", "condition is too complex to negate")
                 return [base]
             return [[*base, cond, *then]] + [[*base, *n, *other] for n in negs]
-        for kw in ("dependentSchemas", "dependencies"):
+        for kw in ("dependentSchemas", "dependencies", "dependentRequired"):
             if loc.has(kw):
                 deps = node[kw]
                 if not isinstance(deps, dict):
                     raise SchemaError(f"{kw} must be an object", f"{loc.ptr}/{kw}")
-                names = [k for k, v in deps.items() if isinstance(v, (dict, bool))]
-                if names:
-                    name = names[0]
-                    base = [*rest, self._without_dep(loc, kw, name)]
+                if not deps:
+                    return [[*rest, loc.without(kw)]]
+                name, value = next(iter(deps.items()))
+                base = [*rest, self._without_dep(loc, kw, name)]
+                absent = [*base, synthetic(loc.ptr, loc.base, ("forbid", kw, name), forbid=(name,))]
+                if isinstance(value, (dict, bool)) and kw != "dependentRequired":
                     required = Loc(loc.ptr, {"required": [name]}, loc.base, key=("dep", kw, name))
-                    present = [*base, required, loc.child(kw, name)]
-                    absent = [*base, synthetic(loc.ptr, loc.base, ("forbid", kw, name), forbid=(name,))]
-                    return [present, absent]
+                    return [[*base, required, loc.child(kw, name)], absent]
+                if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+                    raise SchemaError(f"{kw} values must be arrays of strings", f"{loc.ptr}/{kw}/{name}")
+                required = Loc(loc.ptr, {"required": [name, *value]}, loc.base, key=("dep", kw, name))
+                return [[*base, required], absent]
         return None
 
     def _without_dep(self, loc: Loc, kw: str, name: str) -> Loc:
-        deps = {k: v for k, v in loc.node[kw].items() if k != name}
         node = dict(loc.node)
-        node[kw] = deps
-        if not any(isinstance(v, (dict, bool)) for v in deps.values()):
-            if kw == "dependentSchemas" or not deps:
-                node.pop(kw)
-        return Loc(loc.ptr, node, loc.base, loc.omit, loc.extra, loc.key + (("dep-", kw, name),))
+        node[kw] = {k: v for k, v in loc.node[kw].items() if k != name}
+        if not node[kw]:
+            node.pop(kw)
+        marker = "dependentSchemas" if kw != "dependentRequired" else ""
+        return Loc(loc.ptr, node, loc.base, loc.omit, loc.extra, loc.key + (("dep-", kw, name, marker),))
 
     # ----------------------------------------------------------- oneOf
     def _summary(self, locs: list[Loc]) -> _Norm | None:
@@ -455,6 +458,8 @@ class Lowerer:
         if not isinstance(node, dict):
             return False
         own = level > 0  # the schema's own unevaluated keyword does not count for itself
+        if any(isinstance(k, tuple) and k[:1] == ("dep-",) and k[-1] for k in loc.key):
+            raise _Undecided("dependentSchemas")
         for kw in node:
             if kw in ("anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"):
                 raise _Undecided(kw)
@@ -531,7 +536,8 @@ class Lowerer:
             elif kw == "type":
                 types = _parse_types(v, p)
                 if "integer" in types and "number" not in types:
-                    return None
+                    # numbers that are not integers, written without an exponent
+                    out.append([synthetic(loc.ptr, loc.base, ("nonint", loc.ident()), nonint=True)])
                 rest = sorted(
                     ALL_TYPES - types - {"integer", "number"}
                     if "number" in types
@@ -571,12 +577,12 @@ class Lowerer:
             elif kw in _NEGATED_BOUNDS:
                 other, typ, shift = _NEGATED_BOUNDS[kw]
                 if shift:
-                    value: int | float = _nonneg_int(v, p, kw) + shift
-                    if value < 0:
+                    bound: int | float = _nonneg_int(v, p, kw) + shift
+                    if bound < 0:
                         continue
                 else:
-                    value = _number(v, p, kw)
-                out.append([make(kw, {"type": typ, other: value})])
+                    bound = _number(v, p, kw)
+                out.append([make(kw, {"type": typ, other: bound})])
             elif kw == "pattern":
                 if not isinstance(v, str):
                     raise SchemaError("pattern must be a string", p)
@@ -634,7 +640,7 @@ class Lowerer:
             except GrammarError:
                 dfa = False
             self._dfa_cache[node] = dfa
-        if dfa is False:
+        if dfa is False or dfa is True:
             return False
         state = dfa.start
         table = dfa.transitions
@@ -677,6 +683,9 @@ class Lowerer:
                     return False
             elif name == "notin":
                 if any(ckey(value) == ckey(x) for x in v):
+                    return False
+            elif name == "nonint":
+                if not (_is_num(value) and not float(value).is_integer()):
                     return False
             elif name == "forbid":
                 if isinstance(value, dict) and any(n in value for n in v):
@@ -781,7 +790,7 @@ def _nonneg_int(v: Any, pointer: str, keyword: str) -> int:
 def _number(v: Any, pointer: str, keyword: str) -> int | float:
     if not _is_num(v) or (isinstance(v, float) and not math.isfinite(v)):
         raise SchemaError(f"{keyword} must be a number, not {v!r}", pointer)
-    return v  # type: ignore[no-any-return]
+    return v
 
 
 from ._norm import _check_keywords, _Norm  # noqa: E402

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from decimal import Decimal
@@ -9,7 +10,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SchemaError
-from ..ir import EMPTY, NOTHING, Node, concat, is_nothing, literal, optional, repeat, star
+from ..ir import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, literal, optional, repeat, star
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
@@ -92,6 +93,7 @@ class _Norm:
         self.max_props: int | None = None
         self.dep_required: dict[str, set[str]] = {}
         self.where: dict[str, str] = {}
+        self.nonint = False
         self._eff_types: frozenset[str] | None = None
         self._keys: set[Any] | None = None
 
@@ -110,11 +112,14 @@ class _Norm:
             elif name == "notin":
                 self.notin.extend(value)
             elif name == "props":
-                comp = _ObjComp(loc.ptr)
-                comp.props.update(dict(value))
-                self.obj.append(comp)
+                synth = _ObjComp(loc.ptr)
+                synth.props.update(dict(value))
+                self.obj.append(synth)
             elif name == "notpattern":
                 self.neg_patterns.append(value)
+            elif name == "nonint":
+                self.nonint = True
+                self._restrict_types(frozenset({"number"}))
         node = loc.node
         if not isinstance(node, dict):
             return
@@ -357,7 +362,7 @@ class _Norm:
             and not self.prop_names
             and self.min_props == 0
             and self.max_props is None
-            and not self.dep_required
+            and not self.nonint
         )
 
     # ---------------------------------------------------------- summaries
@@ -472,7 +477,8 @@ class _Norm:
             raise LimitExceeded("max_choices", limits.max_choices, f"enum of {len(values)} values")
         if len(values) > 64 and all(isinstance(v, str) for v in values) and lx.has_ops():
             return _string_enum(values, limits)
-        return alt(*(lx.value_literal(v, layout, depth) for v in values))
+        any_order = self.low.property_order == "any"
+        return alt(*(lx.value_literal(v, layout, depth, any_order) for v in values))
 
     # ------------------------------------------------------------ numbers
     def _number(self, layout: Layout) -> Node:
@@ -513,6 +519,8 @@ class _Norm:
         if node is None:
             self._unsupported(self.ptr, "minimum", "numeric bounds are not enforced")
             node = lx.ANY_INTEGER if integer else lx.ANY_NUMBER
+        if self.nonint and not is_nothing(node):
+            node = lx.intersect(node, lx.NON_INTEGER, self.low.limits)
         if nums and not is_nothing(node):
             literals = alt(*(lx.number_literal(v) for v in nums))
             if lx.has_ops():
@@ -762,7 +770,7 @@ class _Norm:
                     self._unsupported(
                         self.prop_names[0].ptr.rsplit("/", 1)[0], "propertyNames", "cannot be checked"
                     )
-            value = NOTHING
+            value: Node = NOTHING
             if allowed:
                 locs, _ = self._value_locs(name)
                 value = low.lower(locs, layout, sub)
@@ -862,11 +870,11 @@ class _Norm:
                     locs.append(c.additional)
             regions.append((lang, locs))
         parts = []
-        for lang, locs in regions:
-            value = low.lower(locs, layout, sub)
-            if is_nothing(value) or lang is None or is_nothing(lang):
+        for region_lang, region_locs in regions:
+            val = low.lower(region_locs, layout, sub)
+            if is_nothing(val) or region_lang is None or is_nothing(region_lang):
                 continue
-            parts.append(concat(quoted(lang), colon, value))
+            parts.append(concat(quoted(region_lang), colon, val))
         if not parts:
             return None
         return alt(*parts)
@@ -888,18 +896,30 @@ class _Norm:
             )
         if self.low.property_order == "any" and 1 < len(members) <= MAX_ANY_ORDER:
             return self._any_order(members, extra, layout, depth)
+        prefix = next((i for i, m in enumerate(members) if m[2]), len(members))
+        copies = (prefix + 1) * (len(members) + 1)
+        budget = max(1000, self.low.limits.max_nfa_states // 10)
+        if copies > budget:
+            from ...errors import LimitExceeded
+
+            raise LimitExceeded(
+                "max_nfa_states",
+                self.low.limits.max_nfa_states,
+                f"an object with {len(members)} properties, {prefix} optional ones before the first required one",
+            )
         more = star(concat(sep, extra)) if extra is not None else EMPTY
         tail: Node = more
-        tails = [EMPTY] * (len(members) + 1)
+        tails: list[Node] = [EMPTY] * (len(members) + 1)
         tails[len(members)] = tail
+        # nested (not flattened) nodes: linear time and a DAG of linear size
         for i in range(len(members) - 1, -1, -1):
             piece = concat(sep, members[i][1])
-            tail = concat(more, piece if members[i][2] else optional(piece), tail)
+            tail = _cat(_cat(more, piece if members[i][2] else optional(piece)), tail)
             tails[i] = tail
         heads: Node = NOTHING
         for i in range(len(members) - 1, -1, -1):
-            start = concat(members[i][1], tails[i + 1])
-            heads = start if members[i][2] else alt(start, heads)
+            start = _cat(members[i][1], tails[i + 1])
+            heads = start if members[i][2] else _or(start, heads)
         if extra is not None:
             heads = alt(heads, concat(extra, tails[0]))
         return container("{", "}", heads, n_req == 0, layout, depth)
@@ -933,6 +953,15 @@ class _Norm:
                     continue
                 x_hi = 0
             seq = [members[i][1] for i in present]
+            if self.low.property_order == "any" and 1 < len(seq) <= 4:
+                for perm in itertools.permutations(seq):
+                    body = [perm[0]]
+                    for x in perm[1:]:
+                        body += [sep, x]
+                    if extra is not None and x_hi != 0:
+                        body.append(repeat(concat(sep, extra), x_lo, x_hi))
+                    alts.append(concat(*body))
+                continue
             if not seq:
                 if x_lo == 0:
                     empty_ok = True
@@ -981,6 +1010,28 @@ class _Norm:
             heads = alt(heads, concat(extra, more, perm(everything, False)))
         n_req = sum(1 for m in members if m[2])
         return container("{", "}", heads, n_req == 0, layout, depth)
+
+
+def _cat(a: Node, b: Node) -> Node:
+    """``a`` then ``b`` without flattening (constant time)."""
+    if isinstance(a, Empty):
+        return b
+    if isinstance(b, Empty):
+        return a
+    if is_nothing(a) or is_nothing(b):
+        return NOTHING
+    return Concat((a, b))
+
+
+def _or(a: Node, b: Node) -> Node:
+    """``a`` or ``b`` without flattening (constant time)."""
+    if is_nothing(a):
+        return b
+    if is_nothing(b):
+        return a
+    if isinstance(a, Empty) or isinstance(b, Empty):
+        return alt(a, b)
+    return Alt((a, b))
 
 
 def _below(hi: tuple[Any, bool] | None, lo: tuple[Any, bool] | None) -> bool:
