@@ -11,6 +11,10 @@ calls; at 100-odd rows one call costs 0.3-1 µs, so the call count is the cost:
   ``np.add.at`` of disjoint bit values (a node's tokens are distinct, so adding
   their bits equals or-ing them).
 
+* unary levels (every node has exactly one child, fixed-length catalogs):
+  node ``n``'s only edge is ``n + offset``, so a fill gathers one token per
+  row and writes one bit, and following it is a comparison and ``+ 1``.
+
 Filling a sparse level returns the gathered slice (:class:`Gathered`) so that
 following the chosen tokens on the same rows needs no second gather.
 """

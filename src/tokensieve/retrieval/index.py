@@ -14,7 +14,8 @@ Levels ``< dense_depth`` also keep a packed child mask per node (int32,
 whose token lies in that word or later (so following a token is O(1): that id
 plus a popcount). Deeper levels are read through a fixed-width slice of the
 CSR, ``level_width[level]`` entries (the level's largest branching factor) per
-row.
+row; on a unary level (every node has exactly one child, no end token) node
+``n``'s only edge is ``n + offset`` and nothing else is read.
 
 Variable-length catalogs use an end token (``eos_token``, by default
 ``vocab_size``, i.e. one extra column): an item that ends at node ``n`` is an
