@@ -205,6 +205,21 @@ CASES = [
         ["az", "abz", "abcdz", "ba", "a"],
     ),
     ({"not": {"type": "string"}}, ["a", 1, None, [], {}]),
+    ({"not": {"type": "integer"}}, [1, 1.0, 1.5, -0.25, "a", None]),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, [1, 3, 2.5, 1.5, "x"]),
+    (
+        {
+            "oneOf": [
+                {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                {"properties": {"foo": {"type": "string"}}, "required": ["foo"]},
+            ]
+        },
+        [{"bar": 2, "foo": "baz"}, {"bar": 2}, {"foo": "x"}, {"bar": 2, "foo": 2}, {}],
+    ),
+    (
+        {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}, "properties": {"a": {}, "b": {}}},
+        [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}],
+    ),
     ({"type": "string", "not": {"enum": ["a", "b"]}}, ["a", "b", "c", ""]),
     ({"type": "integer", "not": {"const": 3}, "minimum": 0, "maximum": 5}, [0, 2, 3, 5]),
     (
@@ -385,6 +400,14 @@ def test_property_order_any(compiler) -> None:
     assert accepts(any_order, '{"b": "x", "c": false, "a": 2}')
     assert not accepts(any_order, '{"a": 1, "a": 2, "c": true}')
     assert not accepts(any_order, '{"b": "x", "a": 2}')
+
+
+def test_dependent_required_any_order(compiler) -> None:
+    schema = {"dependentRequired": {"bar": ["foo"]}}
+    compiled = compiler.compile_json_schema(schema, property_order="any")
+    check_against_validator(
+        compiled, schema, [{}, {"foo": 1}, {"bar": 2}, {"foo": 1, "bar": 2}, {"bar": 2, "foo": 1}, {"x": 1, "bar": 2}, 3]
+    )
 
 
 def test_openai_wrappers_and_text(compiler) -> None:

@@ -540,7 +540,7 @@ class Lowerer:
                     out.append([synthetic(loc.ptr, loc.base, ("nonint", loc.ident()), nonint=True)])
                 rest = sorted(
                     ALL_TYPES - types - {"integer", "number"}
-                    if "number" in types
+                    if "number" in types or "integer" in types
                     else ALL_TYPES - types - {"integer"}
                 )
                 if rest:
