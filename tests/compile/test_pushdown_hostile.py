@@ -111,7 +111,9 @@ def test_a_huge_alternation_in_a_recursive_rule_ends_in_an_automaton_limit(tiny_
 def test_huge_grammar_text_is_refused_before_parsing(tiny_info) -> None:
     text = "root ::= " + " | ".join(f'"{i}"' for i in range(20_000))
     with pytest.raises(LimitExceeded) as excinfo:
-        GrammarCompiler(tiny_info, limits=Limits(max_pattern_length=10_000)).compile_grammar(text, syntax="gbnf")
+        GrammarCompiler(tiny_info, limits=Limits(max_pattern_length=10_000)).compile_grammar(
+            text, syntax="gbnf"
+        )
     assert "max_pattern_length" in _limit_name(excinfo)
 
 
