@@ -334,7 +334,7 @@ def next_nodes(
     else:
         start, idx, hit = _sparse_hits(ix, nodes, tokens, level, gathered)
         # at most one hit per row (a node's tokens are distinct), in row order
-        pos = np.flatnonzero(hit)
+        pos = hit.nonzero()[0]  # hit is 1-D
         ok = pos.size == rows
         if ok:
             nxt = idx.take(pos) + _ONE  # int64 (a 0-d int64 operand sets the result type)
