@@ -93,6 +93,13 @@ def test_unknown_format_is_reported_not_raised(compiler) -> None:
     assert accepts(compiled, '"anything"')
 
 
+def test_partially_enforced_format_is_reported(compiler) -> None:
+    compiled = compiler.compile_json_schema({"type": "string", "format": "hostname"})
+    assert any(u.startswith("/format: format 'hostname' is enforced in part") for u in compiled.unenforced)
+    assert accepts(compiled, '"example.com"')
+    assert not accepts(compiled, '"-bad-.com"')
+
+
 @pytest.mark.parametrize(
     "schema",
     [

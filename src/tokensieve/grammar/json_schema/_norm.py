@@ -36,6 +36,12 @@ from ._lower import (
     ckey,
 )
 
+#: formats whose language is a superset of the specified one
+_PARTIAL_FORMATS = {
+    "hostname": "the total length and the IDNA rules of xn-- labels are not checked",
+    "email": "the length limits are not checked",
+}
+
 
 class _ObjComp:
     """One schema's ``properties``/``patternProperties``/``additionalProperties``."""
@@ -578,6 +584,8 @@ class _Norm:
                 if not self.summary:
                     low.note(f"{p}: format {name!r} is not enforced (an annotation for this compiler)")
                 continue
+            if name in _PARTIAL_FORMATS and not self.summary:
+                low.note(f"{p}: format {name!r} is enforced in part ({_PARTIAL_FORMATS[name]})")
             pieces.append((node, p))
         if not pieces:
             content = lx.any_string_content()
