@@ -205,3 +205,19 @@ def test_rule_limit(compiler) -> None:
     small = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_grammar_rules=10))
     with pytest.raises(LimitExceeded):
         small.compile_json_schema({"$defs": defs, "$ref": "#/$defs/d0"})
+
+
+def test_lenient_mode_relaxes_bounds_that_exceed_the_limits(compiler) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"texts": {"type": "array", "items": {"type": "string", "maxLength": 5000}, "maxItems": 10}},
+        "required": ["texts"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(LimitExceeded):
+        compiler.compile_json_schema(schema)
+    compiled = compiler.compile_json_schema(schema, strict=False)
+    assert any(u.startswith("/properties/texts/items/maxLength: maxLength 5000") for u in compiled.unenforced)
+    assert accepts(compiled, '{"texts": ["a", "b"]}')
+    assert not accepts(compiled, '{"texts": ["a", 1]}')
+    assert not accepts(compiled, '{"texts": [' + ", ".join(['"a"'] * 11) + "]}")

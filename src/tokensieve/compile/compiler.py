@@ -243,7 +243,7 @@ class GrammarCompiler:
         found: dict[str, tuple[str, ...]] = {}
 
         def build() -> Any:
-            from ..errors import SchemaError
+            from ..errors import LimitExceeded, SchemaError
 
             grammar, unenforced = schema_to_grammar(schema, limits=self.limits, **options)  # type: ignore[arg-type]
             found["unenforced"] = unenforced
@@ -251,6 +251,24 @@ class GrammarCompiler:
                 return compile_grammar_automaton(grammar, self.limits)
             except GrammarError as exc:
                 raise SchemaError(f"the schema cannot be compiled: {exc.message}", "") from None
+            except LimitExceeded:
+                if strict:
+                    raise
+            # lenient: leave out the long length and item bounds that make the automaton too large
+            for bound in (256, 32):
+                grammar, unenforced = schema_to_grammar(
+                    schema,
+                    limits=self.limits,
+                    relax_bounds=bound,
+                    **options,  # type: ignore[arg-type]
+                )
+                found["unenforced"] = unenforced
+                try:
+                    return compile_grammar_automaton(grammar, self.limits)
+                except LimitExceeded:
+                    if bound == 32:
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
 
         source = key_text if len(key_text) <= 200 else key_text[:197] + "..."
         compiled = self._compile(("json_schema", key_text), build, source)

@@ -49,6 +49,7 @@ def schema_to_grammar(
     property_order: Literal["schema", "any"] = "schema",
     strict: bool = True,
     limits: Limits | None = None,
+    relax_bounds: int | None = None,
 ) -> tuple[Grammar, tuple[str, ...]]:
     """Lower a JSON Schema to a grammar.
 
@@ -76,6 +77,11 @@ def schema_to_grammar(
         Raise on keywords that are not enforced exactly, instead of reporting them.
     limits
         Resource bounds (nesting depth, rules, enum size, automaton sizes).
+    relax_bounds
+        When set, ``maxLength``/``minLength`` and ``maxItems`` bounds above this
+        value are left out and reported (for schemas whose exact automaton
+        exceeds ``limits``; :meth:`~tokensieve.GrammarCompiler.compile_json_schema`
+        retries with it when ``strict=False``).
 
     Returns
     -------
@@ -95,7 +101,14 @@ def schema_to_grammar(
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
     root = load_schema(schema)
-    low = Lowerer(root, layout=layout, property_order=property_order, strict=strict, limits=limits)
+    low = Lowerer(
+        root,
+        layout=layout,
+        property_order=property_order,
+        strict=strict,
+        limits=limits,
+        relax_bounds=relax_bounds,
+    )
     try:
         body = low.lower_root()
     except RecursionError:

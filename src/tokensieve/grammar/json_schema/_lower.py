@@ -138,11 +138,13 @@ class Lowerer:
         property_order: str,
         strict: bool,
         limits: Limits,
+        relax_bounds: int | None = None,
     ) -> None:
         self.reg = Registry(root)
         self.layout = layout
         self.flex = Layout("flexible", 0, layout.max_whitespace) if layout.mode == "indent" else layout
         self.property_order = property_order
+        self.relax_bounds = relax_bounds
         self.strict = strict
         self.limits = limits
         self.rules: dict[str, Node] = {}

@@ -558,6 +558,15 @@ class _Norm:
     def string_content(self) -> Node:
         low = self.low
         pieces: list[tuple[Node, str]] = []
+        relax = low.relax_bounds
+        if relax is not None and (self.max_len or 0) > relax:
+            where = self.where.get("maxLength", self.ptr + "/maxLength")
+            low.note(f"{where}: maxLength {self.max_len} is not enforced (the exact automaton is too large)")
+            self.max_len = None
+        if relax is not None and self.min_len > relax:
+            where = self.where.get("minLength", self.ptr + "/minLength")
+            low.note(f"{where}: minLength {self.min_len} is not enforced (the exact automaton is too large)")
+            self.min_len = 0
         if self.min_len > 0 or self.max_len is not None:
             if self.max_len is not None and self.max_len < self.min_len:
                 return NOTHING
@@ -623,6 +632,11 @@ class _Norm:
         comps = self.arr or [_ArrComp(self.ptr)]
         k = max(len(c.prefix) for c in comps)
         hi = self.max_items
+        relax = low.relax_bounds
+        if relax is not None and hi is not None and hi > relax:
+            where = self.where.get("maxItems", self.ptr + "/maxItems")
+            low.note(f"{where}: maxItems {hi} is not enforced (the exact automaton is too large)")
+            hi = None
         lo = self.min_items
         pos_locs: list[list[Loc]] = []
         for i in range(k):
