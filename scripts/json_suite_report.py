@@ -52,6 +52,9 @@ The [JSON-Schema-Test-Suite](https://github.com/json-schema-org/JSON-Schema-Test
   rejected. *Valid rejected* is a completeness gap; *invalid accepted* is unsound output
   and is the number that matters most;
 - before every token the next-token mask is filled and must agree with `accept_token`.
+- a schema that compiles but lists parts of itself in `compiled.unenforced` (in strict mode
+  only `format` values treated as annotations) counts as compiled; the invalid instances it
+  accepts are marked *declared unenforced*, because the compiler reported them.
 
 The `optional/format` files are listed apart: they test `format` as an assertion.
 llguidance's figure is the one it publishes for the same draft, measured by its own

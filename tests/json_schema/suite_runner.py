@@ -184,6 +184,10 @@ class FileSummary:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))
     mask_mismatches: int = 0
     compile_crashes: int = 0
+    #: groups that compiled but report parts of the schema as not enforced
+    groups_unenforced: int = 0
+    #: invalid instances accepted by such groups (the compiler said so)
+    invalid_accepted_declared: int = 0
 
     def add(self, other: FileSummary) -> None:
         self.groups += other.groups
@@ -193,6 +197,8 @@ class FileSummary:
         for k, v in other.counts.items():
             self.counts[k] += v
         self.mask_mismatches += other.mask_mismatches
+        self.groups_unenforced += other.groups_unenforced
+        self.invalid_accepted_declared += other.invalid_accepted_declared
         self.compile_crashes += other.compile_crashes
 
 
@@ -217,11 +223,13 @@ class SuiteResult:
             s.groups += 1
             s.groups_compiled += g.compiled
             s.compile_crashes += g.crashed
+            s.groups_unenforced += bool(g.unenforced)
             for t in g.tests:
                 s.tests += 1
                 s.passed += t.passed
                 s.counts[t.cls] += 1
                 s.mask_mismatches += bool(t.mask_mismatch)
+                s.invalid_accepted_declared += bool(g.unenforced) and t.cls == "invalid-accepted"
         return dict(sorted(out.items()))
 
     def total(self, prefix_filter: str | None = None) -> FileSummary:
@@ -528,9 +536,11 @@ def _table(summaries: Mapping[str, FileSummary], total: FileSummary) -> list[str
     def row(name: str, s: FileSummary) -> str:
         other = s.counts["untokenizable"] + s.counts["crash"] + s.mask_mismatches
         note = f" ({other} other)" if other else ""
+        n_declared = s.invalid_accepted_declared
+        declared = f" ({n_declared} declared unenforced)" if n_declared else ""
         return (
             f"| {name} | {s.groups_compiled} / {s.groups} | {s.passed} / {s.tests}{note} | "
-            f"{s.counts['valid-rejected']} | {s.counts['invalid-accepted']} | {s.counts['not-compiled']} |"
+            f"{s.counts['valid-rejected']} | {s.counts['invalid-accepted']}{declared} | {s.counts['not-compiled']} |"
         )
 
     for name, s in summaries.items():
@@ -550,7 +560,8 @@ def markdown_tables(result: SuiteResult) -> str:
         "",
         f"Total: {kw_total.passed} of {kw_total.tests} tests pass ({pct:.1f}%), "
         f"{kw_total.counts['invalid-accepted']} invalid instances accepted, "
-        f"{kw_total.groups_compiled} of {kw_total.groups} schemas compiled. "
+        f"{kw_total.groups_compiled} of {kw_total.groups} schemas compiled"
+        f"{f' ({kw_total.groups_unenforced} of them reporting parts as unenforced)' if kw_total.groups_unenforced else ''}. "
         f"llguidance publishes {LLGUIDANCE_PASSED} passing tests for this draft "
         f"({kw_total.passed - LLGUIDANCE_PASSED:+d} here).",
     ]
@@ -563,6 +574,13 @@ def markdown_tables(result: SuiteResult) -> str:
             "",
         ]
         out += _table(fmt, fmt_total)
+        if fmt_total.invalid_accepted_declared:
+            out += [
+                "",
+                "*Declared unenforced*: the compiled grammar lists the format in `unenforced` "
+                "(in draft 2020-12 `format` is an annotation unless asserted), so those acceptances "
+                "are reported by the compiler, not silent.",
+            ]
     other = result.total()
     extras = []
     if other.mask_mismatches:
@@ -607,8 +625,9 @@ def failure_report(result: SuiteResult) -> str:
     if unsound:
         out += ["## Unsound (invalid accepted), all files", ""]
         for g, t in unsound[:80]:
+            declared = " [declared unenforced]" if g.unenforced else ""
             out.append(
-                f"- `{g.file}` #{g.index} {g.description}: `{_short(g.schema, 160)}` accepts `{_short(t.instance, 120)}` ({t.description})"
+                f"- `{g.file}` #{g.index} {g.description}: `{_short(g.schema, 160)}` accepts `{_short(t.instance, 120)}` ({t.description}){declared}"
             )
         if len(unsound) > 80:
             out.append(f"- ... and {len(unsound) - 80} more (see the files below)")
@@ -618,6 +637,12 @@ def failure_report(result: SuiteResult) -> str:
         out += ["## Untyped exceptions and timeouts", ""]
         for g in crashes:
             out.append(f"- `{g.file}` #{g.index} {g.description}: `{_short(g.schema, 160)}` -> {g.error}")
+        out.append("")
+    partial = [g for g in result.groups if g.unenforced]
+    if partial:
+        out += ["## Compiled with unenforced parts (strict=True)", ""]
+        for g in partial:
+            out.append(f"- `{g.file}` #{g.index} {g.description}: " + "; ".join(g.unenforced))
         out.append("")
     slow = sorted(result.groups, key=lambda g: -(g.compile_seconds + g.run_seconds))[:8]
     out += ["## Slowest groups (compile + run)", ""]
@@ -637,6 +662,8 @@ def failure_report(result: SuiteResult) -> str:
         out += [f"### {name} ({n_fail} failing)", ""]
         for g in bad:
             out.append(f"- #{g.index} **{g.description}** schema `{_short(g.schema)}`")
+            if g.unenforced:
+                out.append("  - compiled with unenforced parts: " + "; ".join(g.unenforced))
             if not g.compiled:
                 out.append(f"  - not compiled: {g.error}")
                 continue
