@@ -156,6 +156,11 @@ CASES = [
     ),
     ({"type": "array", "contains": {"type": "string"}}, [[], [1], ["a"], [1, "a", 2], [1, 2]]),
     (
+        {"type": "array", "items": {"enum": ["a", "b", "c", 1]}, "uniqueItems": True, "maxItems": 3},
+        [[], ["a"], ["c", "a"], ["a", "a"], [1, "b", "c"], [1, "b", "c", "a"], [1, 1.0], ["d"]],
+    ),
+    ({"type": "array", "items": {"type": "boolean"}, "uniqueItems": True}, [[], [True], [True, False], [False, False]]),
+    (
         {
             "type": "array",
             "items": {"type": "integer"},

@@ -36,6 +36,9 @@ from ._lower import (
     ckey,
 )
 
+#: largest set of distinct values whose unique arrays are spelled out
+MAX_UNIQUE_ITEMS = 6
+
 #: formats whose language is a superset of the specified one
 _PARTIAL_FORMATS = {
     "hostname": "the total length and the IDNA rules of xn-- labels are not checked",
@@ -649,6 +652,9 @@ class _Norm:
             pos_locs.append(locs)
         rest_locs = [c.items for c in comps if c.items is not None]
         if self.unique is not None and (hi is None or hi > 1):
+            unique = None if k or self.contains else self._unique_array(rest_locs, lo, hi, layout, depth)
+            if unique is not None:
+                return unique
             self._unsupported(self.unique.rsplit("/", 1)[0], "uniqueItems", UNSUPPORTED["uniqueItems"])
         sub = depth + 1
         elems = []
@@ -682,6 +688,54 @@ class _Norm:
                 body = NOTHING
             else:
                 body = concat(rest, repeat(concat(sep, rest), max(0, lo - 1), None if hi is None else hi - 1))
+        return container("[", "]", body, lo == 0, layout, depth)
+
+    def _unique_array(
+        self, rest_locs: list[Loc], lo: int, hi: int | None, layout: Layout, depth: int
+    ) -> Node | None:
+        """Arrays of distinct items drawn from a small finite set (None: the items are not such a set)."""
+        low = self.low
+        summary = low._summary(rest_locs)
+        if summary is None:
+            return container("[", "]", NOTHING, lo == 0, layout, depth)
+        if summary.enum is not None:
+            candidates = summary.enum
+        elif summary.types <= {"null", "boolean"}:
+            candidates = [v for t, v in (("null", None), ("boolean", True), ("boolean", False)) if t in summary.types]
+        else:
+            return None
+        values: list[Any] = []
+        seen: set[Any] = set()
+        for v in candidates:
+            key = ckey(v)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                if low.check(v, rest_locs):
+                    values.append(v)
+            except _Undecided:
+                return None
+        if len(values) > MAX_UNIQUE_ITEMS:
+            return None
+        any_order = low.property_order == "any"
+        lits = [lx.value_literal(v, layout, depth + 1, any_order) for v in values]
+        sep = layout.sep(depth)
+        memo: dict[tuple[frozenset[int], int], Node] = {}
+
+        def more(remaining: frozenset[int], count: int) -> Node:
+            key = (remaining, count)
+            hit = memo.get(key)
+            if hit is None:
+                parts: list[Node] = [EMPTY] if count >= lo else []
+                if hi is None or count < hi:
+                    parts += [concat(sep, lits[i], more(remaining - {i}, count + 1)) for i in sorted(remaining)]
+                hit = alt(*parts) if parts else NOTHING
+                memo[key] = hit
+            return hit
+
+        everything = frozenset(range(len(values)))
+        body = alt(*(concat(lits[i], more(everything - {i}, 1)) for i in range(len(values))))
         return container("[", "]", body, lo == 0, layout, depth)
 
     def _array_contains(
