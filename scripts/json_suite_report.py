@@ -51,7 +51,7 @@ The [JSON-Schema-Test-Suite](https://github.com/json-schema-org/JSON-Schema-Test
 - a valid instance passes when every text is accepted, an invalid one when every text is
   rejected. *Valid rejected* is a completeness gap; *invalid accepted* is unsound output
   and is the number that matters most;
-- before every token the next-token mask is filled and must agree with `accept_token`.
+- before every token the next-token mask is filled and must agree with `accept_token`;
 - a schema that compiles but lists parts of itself in `compiled.unenforced` (in strict mode
   only `format` values treated as annotations) counts as compiled; the invalid instances it
   accepts are marked *declared unenforced*, because the compiler reported them.
@@ -68,6 +68,8 @@ python scripts/json_suite_report.py --write-docs --update-ratchet
 ```
 
 `--failures PATH` writes every failing test with its schema, instance and reason.
+The suite is read from `$TOKENSIEVE_SHARED_DATA/JSON-Schema-Test-Suite` (default
+`../shared/data` beside the repository); the test is skipped, with that reason, where it is absent.
 The test fails when a file passes fewer tests than `tests/json_schema/conformance_ratchet.json`
 records or accepts more invalid instances than it allows.
 
