@@ -267,6 +267,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions per engine and schema (default: 3)")
     parser.add_argument("--json", type=Path, default=None, help="also write every measurement to this JSON file")
     parser.add_argument("--per-schema", action="store_true", help="also print one row per schema and engine")
+    parser.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=0,
+        help="cap the process's address space (RLIMIT_AS) so that a compilation that exhausts memory fails "
+        "with MemoryError (reported as a compile error) instead of the process being killed",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -302,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
         print("no schemas selected", file=sys.stderr)
         return 2
 
+    if args.max_memory_gb:
+        import resource
+
+        limit = int(args.max_memory_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     t = time.perf_counter()
     vocab = load_vocab(args.vocab)
     print(f"vocabulary {vocab.name}: {vocab.vocab_size} ids, loaded in {time.perf_counter() - t:.2f} s", file=sys.stderr)

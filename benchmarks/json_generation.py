@@ -152,7 +152,7 @@ def run(
         t = time.perf_counter()
         try:
             c = loaded.compiler.compile_json_schema(record["schema"], strict=False)
-        except (SchemaError, LimitExceeded) as exc:
+        except (SchemaError, LimitExceeded, MemoryError) as exc:
             for seed in seeds:
                 outcomes.append(Outcome(record["name"], record["group"], seed, "error", errors=[f"{type(exc).__name__}: {exc}"]))
             if log:
@@ -278,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=0.8, help="sampling temperature (default 0.8)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     parser.add_argument("--json", type=Path, default=None, help="also write every output to this JSON file")
+    parser.add_argument(
+        "--max-memory-gb",
+        type=float,
+        default=0,
+        help="cap the address space (RLIMIT_AS): a compilation that exhausts it is reported as an error",
+    )
     args = parser.parse_args(argv)
     args.seed_list = list(range(args.seeds))
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
@@ -296,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     if not records:
         print("no schemas selected", file=sys.stderr)
         return 2
+    if args.max_memory_gb:
+        import resource
+
+        limit = int(args.max_memory_gb * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if args.threads:
         import torch
 

@@ -43,7 +43,7 @@ SCHEMAS = (
     "set_thermostat",
     "kubectl_scale",
     "rate_limit_user",
-    "lookup_order",
+    "get_stock_price",
     "play_music",
     "click_event",
     "experiment_exposure",
@@ -91,7 +91,9 @@ def test_generated_instances_validate() -> None:
     prompts = []
     for r, _ in rows:
         fields = ", ".join(r["schema"].get("properties", {}))
-        prompts.append(build_prompt_ids(tokenizer, f"Write a JSON object for: {r['description']}. Fields: {fields}."))
+        prompts.append(
+            build_prompt_ids(tokenizer, f"Write a JSON object for: {r['description']}. Fields: {fields}.")
+        )
     width = max(len(p) for p in prompts)
     input_ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
     attention = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
@@ -135,4 +137,6 @@ def test_generated_instances_validate() -> None:
         if errors:
             problems.append(f"{record['name']} seed {seed}: {errors[0].message}: {text!r}")
     assert not problems, "\n".join(problems)
-    assert finished >= 0.75 * len(rows), f"only {finished} of {len(rows)} outputs finished within {MAX_NEW_TOKENS} tokens"
+    assert finished >= 0.75 * len(rows), (
+        f"only {finished} of {len(rows)} outputs finished within {MAX_NEW_TOKENS} tokens"
+    )
