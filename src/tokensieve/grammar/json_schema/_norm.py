@@ -718,6 +718,13 @@ class _Norm:
                 return None
         if len(values) > MAX_UNIQUE_ITEMS:
             return None
+        # the spelled-out sequences cost automaton states in proportion to their number
+        n = len(values)
+        top = n if hi is None else min(hi, n)
+        paths = sum(math.perm(n, j) for j in range(lo, top + 1))
+        per_item = 8 + (2 * layout.max_whitespace if layout.mode == "flexible" else 2)
+        if paths * per_item > 20_000:
+            return None
         any_order = low.property_order == "any"
         lits = [lx.value_literal(v, layout, depth + 1, any_order) for v in values]
         sep = layout.sep(depth)
