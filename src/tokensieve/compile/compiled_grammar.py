@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..limits import Limits
-from .token_masks import AutomatonView, MaskBatch, _ranges
+from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, _ranges
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -27,8 +27,12 @@ _PREFETCH_DEPTH = 16
 _PREFETCH_STATES = 64
 #: ... of which at most this many permissive ones
 _PREFETCH_PERMISSIVE = 8
-#: restrictive states per walk in :meth:`CompiledGrammar.precompute` (bounds the frontier)
+#: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
+#: a walk of several states holds at most this many (trie node, state) pairs; a
+#: bigger one is split (an automaton whose states each reach much of the trie, such
+#: as a long counted repetition of letters, would otherwise need gigabytes)
+_MAX_FRONTIER = 2_000_000
 #: precomputed masks are packed at once while they take at most this many bytes
 _PACK_AT_ONCE_BYTES = 8 << 20
 
@@ -158,8 +162,15 @@ class CompiledGrammar:
                 self._store(state, mask, counted=False)
                 return mask
         else:
-            states = [state] if state == self.start_state else self._neighbourhood(state)
-            batch = self._builder.compute(self.automaton, states)
+            if state == self.start_state:
+                batch = self._builder.compute(self.automaton, [state])
+            else:
+                try:
+                    batch = self._builder.compute(
+                        self.automaton, self._neighbourhood(state), max_frontier=_MAX_FRONTIER
+                    )
+                except FrontierTooLarge:
+                    batch = self._builder.compute(self.automaton, [state])
             mask = batch.mask(0)
             if len(batch) > 1:
                 self._add_batch(batch)
@@ -196,8 +207,15 @@ class CompiledGrammar:
         # a permissive state's frontier holds thousands of nodes: fewer of them per walk
         chunks = [strict[i : i + _PRECOMPUTE_BATCH] for i in range(0, strict.size, _PRECOMPUTE_BATCH)]
         chunks += [loose[i : i + _PREFETCH_PERMISSIVE] for i in range(0, loose.size, _PREFETCH_PERMISSIVE)]
-        for chunk in chunks:
-            batch = self._builder.compute(view, chunk)
+        chunks.reverse()
+        while chunks:
+            chunk = chunks.pop()
+            try:
+                batch = self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER)
+            except FrontierTooLarge:
+                half = chunk.size // 2  # a chunk of one state never raises
+                chunks += [chunk[half:], chunk[:half]]
+                continue
             if len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
                 batch.pack()
             self._add_batch(batch)

@@ -61,7 +61,7 @@ class GrammarCompiler:
         *,
         limits: Limits | None = None,
         precompute: bool | Literal["auto"] = "auto",
-        auto_precompute_max_states: int = 1 << 21,
+        auto_precompute_max_states: int = 1 << 14,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
     ) -> None:

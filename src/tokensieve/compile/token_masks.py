@@ -52,6 +52,7 @@ __all__ = [
     "PERMISSIVE_LOOP_BYTES",
     "PERMISSIVE_OUT_BYTES",
     "AutomatonView",
+    "FrontierTooLarge",
     "MaskBatch",
     "TokenMaskBuilder",
     "loop_bytesets",
@@ -68,6 +69,10 @@ PERMISSIVE_LOOP_BYTES = 16
 PERMISSIVE_OUT_BYTES = 128
 #: a mask with more tokens than ``num_tokens // _DENSE_FRACTION`` is built dense
 _DENSE_FRACTION = 16
+
+
+class FrontierTooLarge(Exception):
+    """A walk of several states would hold too many (trie node, state) pairs: walk fewer at once."""
 
 
 def loop_bytesets(transitions: np.ndarray) -> np.ndarray:
@@ -360,9 +365,17 @@ class TokenMaskBuilder:
 
     # ------------------------------------------------------------------ walk
     def walk_ranges(
-        self, automaton: AutomatonView, states: Sequence[int] | np.ndarray
+        self,
+        automaton: AutomatonView,
+        states: Sequence[int] | np.ndarray,
+        max_frontier: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Allowed token slices of several states, from one walk.
+
+        ``max_frontier`` bounds the (trie node, state) pairs a walk of several
+        states may hold in all; past it :class:`FrontierTooLarge` is raised so
+        the caller can walk fewer states at a time (a walk of one state is
+        bounded by the trie and never raises).
 
         Returns
         -------
@@ -397,7 +410,13 @@ class TokenMaskBuilder:
         seen_nodes: list[np.ndarray] = []
         seen_ends: list[np.ndarray] = []
         seen_owner: list[np.ndarray] = []
+        budget = max_frontier if (max_frontier is not None and not single) else -1
+        held = 0
         while node.size:
+            if budget >= 0:
+                held += node.size
+                if held > budget:
+                    raise FrontierTooLarge(held)
             cnt = nchild.take(node)
             end = token_mid.take(node)
             if check_loops:
@@ -526,15 +545,24 @@ class TokenMaskBuilder:
         kid[few] = got
         return kid
 
-    def compute(self, automaton: AutomatonView, states: Sequence[int] | np.ndarray) -> MaskBatch:
-        """Masks of ``states`` from one walk (see :class:`MaskBatch`)."""
+    def compute(
+        self,
+        automaton: AutomatonView,
+        states: Sequence[int] | np.ndarray,
+        max_frontier: int | None = None,
+    ) -> MaskBatch:
+        """Masks of ``states`` from one walk (see :class:`MaskBatch`).
+
+        Raises :class:`FrontierTooLarge` when a walk of several states would
+        hold more than ``max_frontier`` (trie node, state) pairs.
+        """
         origins = np.asarray(states, dtype=np.int64).reshape(-1)
         k = origins.size
         accepting = automaton.accepting[origins]
         if k == 0:
             none = np.zeros(1, dtype=np.int64)
             return MaskBatch(origins, accepting, none, _EMPTY, _EMPTY, {}, self)
-        own, lo, hi = self.walk_ranges(automaton, origins)
+        own, lo, hi = self.walk_ranges(automaton, origins, max_frontier)
         length = hi - lo
         if k > 1:
             counts = np.bincount(own, weights=length, minlength=k).astype(np.int64)
