@@ -5,6 +5,7 @@
     tokensieve generate --regex PATTERN "prompt"
     tokensieve generate --choices red,green,blue "Pick a colour"
     tokensieve generate --schema person.json "Describe a person"
+    tokensieve generate --grammar arithmetic.gbnf "Write a sum"
     tokensieve generate --json "Describe a person as JSON"
 
 Generated text goes to stdout as it is produced (one sample per line);
@@ -91,6 +92,18 @@ def _add_generate(commands: Any) -> None:
         help="the output is JSON valid against this JSON Schema (draft 2020-12) file",
     )
     exclusive.add_argument("--json", action="store_true", help="the output is any JSON value")
+    exclusive.add_argument(
+        "--grammar",
+        metavar="FILE",
+        type=Path,
+        help="the output is a sentence of this context-free grammar (see --syntax)",
+    )
+    constraint.add_argument(
+        "--syntax",
+        choices=("gbnf", "ebnf", "lark"),
+        help="with --grammar: the grammar's syntax (default: from the file suffix .gbnf, .ebnf or "
+        ".lark, else gbnf)",
+    )
     constraint.add_argument(
         "--lenient",
         action="store_true",
@@ -195,6 +208,8 @@ def _check_constraint(args: argparse.Namespace) -> Any:
     """Validate the constraint before the model is loaded, so mistakes show at once."""
     from .automata import choices_to_dfa, regex_to_dfa
 
+    if args.syntax is not None and args.grammar is None:
+        raise _UsageError("--syntax goes with --grammar")
     if args.json or args.schema is not None:
         from .grammar.json_schema import schema_to_grammar
 
@@ -209,6 +224,17 @@ def _check_constraint(args: argparse.Namespace) -> Any:
         return ("json", schema, options)
     if args.lenient or args.indent is not None or args.whitespace is not None:
         raise _UsageError("--lenient, --indent and --whitespace go with --schema or --json")
+    if args.grammar is not None:
+        from .grammar.cfg import Grammar
+
+        syntax = args.syntax or {".ebnf": "ebnf", ".lark": "lark"}.get(args.grammar.suffix.lower(), "gbnf")
+        try:
+            text = args.grammar.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _UsageError(f"cannot read --grammar {args.grammar}: {exc}") from exc
+        parse = {"gbnf": Grammar.from_gbnf, "ebnf": Grammar.from_ebnf, "lark": Grammar.from_lark}[syntax]
+        parse(text)
+        return ("grammar", text, syntax)
     if args.regex is not None:
         regex_to_dfa(args.regex, Limits())
         return None
@@ -233,7 +259,7 @@ def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         what = "--schema" if args.schema is not None else "--json"
         raise _UsageError(f"invalid {what}: {exc}") from exc
     except GrammarError as exc:
-        what = "--regex" if args.regex is not None else "--choices"
+        what = "--regex" if args.regex is not None else "--grammar" if args.grammar is not None else "--choices"
         raise _UsageError(f"invalid {what}: {exc}") from exc
 
     from .runtime import load_model
@@ -241,9 +267,12 @@ def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
     loaded = load_model(args.model, cache_dir=args.cache_dir, progress=True)
     _set_threads(loaded.model, args.threads)
     compiler = loaded.compiler
-    if isinstance(choices, tuple):
+    if isinstance(choices, tuple) and choices[0] == "grammar":
+        _, text, syntax = choices
+        compiled: Any = compiler.compile_grammar(text, syntax=syntax)
+    elif isinstance(choices, tuple):
         _, schema, options = choices
-        compiled: Any = compiler.compile_json_schema(schema, **options)
+        compiled = compiler.compile_json_schema(schema, **options)
     elif choices is None:
         compiled = compiler.compile_regex(args.regex)
     else:
