@@ -321,10 +321,7 @@ class GrammarCompiler:
                 (time.perf_counter() - t0) * 1e3,
             )
             if self.cache_enabled:
-                with self._lock:
-                    self._cache[key] = pda  # type: ignore[assignment]
-                    while len(self._cache) > self.max_cached_grammars:
-                        self._cache.popitem(last=False)
+                self._remember(key, pda)
             return pda  # type: ignore[return-value]
         compiled = CompiledGrammar(self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits)
         if self.precompute is True:
@@ -344,8 +341,29 @@ class GrammarCompiler:
             (time.perf_counter() - t0) * 1e3,
         )
         if self.cache_enabled:
-            with self._lock:
-                self._cache[key] = compiled
-                while len(self._cache) > self.max_cached_grammars:
-                    self._cache.popitem(last=False)
+            self._remember(key, compiled)
         return compiled
+
+    def _remember(self, key: tuple[str, str], compiled: Any) -> None:
+        """Cache ``compiled``; evict the least recently used past the count or memory bounds.
+
+        Masks are filled lazily while decoding, so the memory of every cached
+        grammar is re-read here: all of them together stay within
+        ``limits.max_mask_cache_bytes`` (the newest is always kept).
+        """
+        with self._lock:
+            self._cache[key] = compiled
+            while len(self._cache) > self.max_cached_grammars:
+                self._cache.popitem(last=False)
+            total = sum(_memory_bytes(g) for g in self._cache.values())
+            while total > self.limits.max_mask_cache_bytes and len(self._cache) > 1:
+                _, old = self._cache.popitem(last=False)
+                total -= _memory_bytes(old)
+
+
+def _memory_bytes(compiled: Any) -> int:
+    """Bytes a cached grammar holds (automaton and memoised masks), as far as it reports them."""
+    size = getattr(compiled, "memory_size_bytes", None)
+    if size is not None:
+        return int(size)
+    return int(getattr(compiled, "_mask_bytes", 0))

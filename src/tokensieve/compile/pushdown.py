@@ -116,6 +116,8 @@ class _TrieArrays:
 
 
 _TRIES: dict[int, tuple[Any, _TrieArrays]] = {}
+#: memoised trie walks kept per grammar before the memo is cleared (each holds a mask)
+_MAX_MEMO_WALKS = 4096
 
 
 def _trie_arrays(builder: Any) -> _TrieArrays:
@@ -556,6 +558,10 @@ class CompiledPushdownGrammar:
             if start_nodes is None or start_nodes.size <= 32 or np.array_equal(hit[0], start_nodes):
                 return hit[1], hit[2]
         mask, escapes = self._walk_uncached(start, start_nodes, need_escapes)
+        if len(self._walks) >= _MAX_MEMO_WALKS:
+            # a pure memo: forget it all rather than grow without bound over a long generation
+            self._walks.clear()
+            self._digests.clear()
         self._walks[key] = (start_nodes, mask, escapes)
         return mask, escapes
 
