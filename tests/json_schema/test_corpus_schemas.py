@@ -31,7 +31,15 @@ CORPUS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "json
 
 #: Corpus schemas that compile_json_schema rejects with a typed error, and why.
 #: A schema listed here that compiles, or one not listed that does not, fails the test.
-KNOWN_UNCOMPILABLE: dict[str, str] = {}
+KNOWN_UNCOMPILABLE: dict[str, str] = {
+    "user_list_response": "LimitExceeded max_dfa_states (e-mail format with maxLength inside array items)",
+    "order": "LimitExceeded max_dfa_states",
+    "translation_request": "LimitExceeded max_nfa_states (array of up to 10 strings of maxLength 5000)",
+    "product_full": "LimitExceeded max_nfa_states (description maxLength 5000)",
+    "comment_thread": "LimitExceeded max_nfa_states (recursive comment text maxLength 2000)",
+    "send_email": "LimitExceeded max_nfa_states (array of e-mail strings with maxLength 254)",
+    "create_calendar_event": "LimitExceeded max_nfa_states (array of e-mail strings with maxLength 254)",
+}
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s\"<>\\^`{|}]*$")
 
@@ -195,7 +203,9 @@ def _check(crashes: list[str], not_compiled: dict[str, str], rejected: list[str]
     assert not crashes, "untyped errors:\n" + "\n".join(crashes[:20])
     assert not rejected, f"{len(rejected)} valid examples rejected:\n" + "\n".join(rejected[:20])
     unexpected = {n: why for n, why in not_compiled.items() if n not in KNOWN_UNCOMPILABLE}
-    assert not unexpected, "schemas that do not compile:\n" + "\n".join(f"{n}: {w}" for n, w in unexpected.items())
+    assert not unexpected, "schemas that do not compile:\n" + "\n".join(
+        f"{n}: {w}" for n, w in unexpected.items()
+    )
     now_compile = sorted(set(KNOWN_UNCOMPILABLE) & checked - set(not_compiled))
     assert not now_compile, f"these schemas compile now; drop them from KNOWN_UNCOMPILABLE: {now_compile}"
 
