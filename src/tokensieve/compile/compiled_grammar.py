@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..limits import Limits
+from .shared_masks import SHARE_DEPTH, LongTokens, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, _ranges
 from .vocab_cache import mask_builder_for
 
@@ -33,6 +35,9 @@ _PRECOMPUTE_BATCH = 16384
 #: bigger one is split (an automaton whose states each reach much of the trie, such
 #: as a long counted repetition of letters, would otherwise need gigabytes)
 _MAX_FRONTIER = 2_000_000
+#: automata with more states than this share masks between states that are equivalent
+#: up to ``SHARE_DEPTH`` bytes (see :mod:`tokensieve.compile.shared_masks`)
+_SHARE_MIN_STATES = 256
 #: precomputed masks are packed at once while they take at most this many bytes
 _PACK_AT_ONCE_BYTES = 8 << 20
 
@@ -93,6 +98,9 @@ class CompiledGrammar:
         self._index_in_batch = np.zeros(num_states, dtype=np.int32)
         self._list_bytes = 0
         self._known = np.zeros(num_states, dtype=bool)  # in _masks or a batch
+        # state -> the state whose short-token mask it shares (None: every state is its own)
+        self._reps: np.ndarray | None = None
+        self._reps_done = num_states <= _SHARE_MIN_STATES or self._transitions is None
         self._rows: dict[int, list[int]] = {}
         self._lock = threading.Lock()
 
@@ -152,6 +160,17 @@ class CompiledGrammar:
         mask = self._masks.get(state)
         if mask is not None:
             return mask
+        if state != self.start_state:
+            reps = self._representatives()
+            if reps is not None:
+                rep = int(reps[state])
+                if rep != state:
+                    assert self._transitions is not None
+                    base = self.token_mask(rep)
+                    mask = _long_tokens(self._builder, self.tokenizer_info).apply(base, self._transitions, state)
+                    mask.setflags(write=False)
+                    self._store(state, mask)
+                    return mask
         with self._lock:  # the batches may be dropped by another thread
             batch_id = int(self._batch_of[state])
             batch = self._batches[batch_id] if batch_id >= 0 else None
@@ -178,6 +197,17 @@ class CompiledGrammar:
         self._store(state, mask)
         return mask
 
+    def _representatives(self) -> np.ndarray | None:
+        """For every state, the state whose short-token mask it shares (computed on the first miss)."""
+        if not self._reps_done:
+            assert self._transitions is not None
+            reps = mask_representatives(self._transitions, self._accepting, SHARE_DEPTH)
+            start = self.start_state
+            reps[reps == reps[start]] = start  # the start state's mask is computed first
+            self._reps = reps if np.unique(reps).size < reps.size else None
+            self._reps_done = True
+        return self._reps
+
     @property
     def automaton(self) -> AutomatonView:
         """The automaton's arrays for trie walks (built on first use)."""
@@ -195,10 +225,13 @@ class CompiledGrammar:
         lists and packed on first use (a few microseconds).
         """
         if states is None:
-            todo = np.flatnonzero(~self._known)
+            todo = np.arange(self.num_states, dtype=np.int64)
         else:
             todo = np.unique(np.fromiter((int(s) for s in states), dtype=np.int64))
-            todo = todo[~self._known[todo]]
+        reps = self._representatives()
+        if reps is not None:
+            todo = np.unique(reps.take(todo))  # the other states derive their masks on first use
+        todo = todo[~self._known[todo]]
         if not todo.size:
             return
         view = self.automaton
@@ -276,7 +309,15 @@ class CompiledGrammar:
             loose += int(is_loose[: fresh.size].sum())
             if count >= _PREFETCH_STATES:
                 break
-        return np.concatenate(order)
+        out = np.concatenate(order)
+        reps = self._reps
+        if reps is not None and out.size > 1:
+            # walk one state per class (``state`` is its class's representative)
+            out = reps.take(out)
+            _, first = np.unique(out, return_index=True)
+            out = out.take(np.sort(first))
+            out = out[(out == state) | ~self._known.take(out)]
+        return out
 
     def _store(self, state: int, mask: np.ndarray, counted: bool = True) -> None:
         """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for."""
@@ -327,3 +368,13 @@ def _rebuild(
             f"cannot load a CompiledGrammar of format {version}; this version reads {_FORMAT_VERSION}"
         )
     return CompiledGrammar(info, dfa, kind=kind, source=source, limits=limits, unenforced=unenforced)
+
+
+@lru_cache(maxsize=16)
+def _long_tokens_of(builder: Any, info: TokenizerInfo) -> LongTokens:
+    return LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)
+
+
+def _long_tokens(builder: Any, info: TokenizerInfo) -> LongTokens:
+    """The vocabulary's tokens longer than ``SHARE_DEPTH`` (built once per vocabulary)."""
+    return _long_tokens_of(builder, info)

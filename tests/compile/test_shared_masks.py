@@ -1,0 +1,112 @@
+"""States equivalent up to the longest token share one mask; the masks stay exact.
+
+Oracle: the mask of every state computed on its own by a walk of the token trie
+(``TokenMaskBuilder.compute`` of that one state), and, independently, the set
+of tokens whose bytes keep the automaton alive from that state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokensieve import GrammarCompiler
+from tokensieve.compile.shared_masks import mask_representatives
+from tokensieve.compile.vocab_cache import mask_builder_for
+from tokensieve.vocab import TokenizerInfo
+
+PATTERNS = [
+    r'"[a-z ]{0,300}"(,[0-9]{1,3})?',
+    r"[0-9]{3,400}",
+    r"( {0,40}x){1,12}",
+    r"(ab|a){0,200}c",
+]
+
+
+def _alive_tokens(dfa, state: int, vocab: list[bytes]) -> set[int]:
+    out = set()
+    for t, data in enumerate(vocab):
+        if data and dfa.step(state, data) >= 0:
+            out.add(t)
+    return out
+
+
+@pytest.fixture(scope="module")
+def long_info() -> TokenizerInfo:
+    """The tiny vocabulary plus tokens longer than the sharing depth (16 bytes)."""
+    from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
+
+    vocab = make_tiny_vocab(seed=3)
+    vocab += [b"a" * n for n in (17, 20, 33)] + [b" " * n for n in (18, 40)] + [b"1" * 25, b'abc"' + b"x" * 15]
+    vocab += [b"ab" * 12, b"0123456789" * 3, b'"' + b" " * 20 + b"x", b"x" * 16 + b'",1']
+    return TokenizerInfo(vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("which", ["tiny", "long"])
+def test_every_state_gets_its_own_exact_mask(tiny_info, long_info, pattern: str, which: str) -> None:
+    tiny_info = tiny_info if which == "tiny" else long_info
+    compiled = GrammarCompiler(tiny_info, precompute=False, cache_enabled=False).compile_regex(pattern)
+    assert compiled.num_states > 256
+    reps = compiled._representatives()
+    assert reps is not None and np.unique(reps).size < compiled.num_states  # sharing happens
+    builder = mask_builder_for(tiny_info)
+    vocab = tiny_info.decoded_vocab
+    special = set(tiny_info.special_token_ids)
+    order = list(range(compiled.num_states))
+    np.random.default_rng(7).shuffle(order)  # representatives are not always met first
+    for s in order:
+        got = compiled.token_mask(s)
+        np.testing.assert_array_equal(got, builder.compute(compiled.automaton, [s]).mask(0))
+        bits = np.unpackbits(got.view(np.uint8), bitorder="little")[: tiny_info.vocab_size]
+        allowed = {int(t) for t in np.flatnonzero(bits)} - set(tiny_info.stop_token_ids)
+        assert allowed == _alive_tokens(compiled.dfa, s, vocab) - special, s
+
+
+def test_precompute_then_lookups_agree(long_info) -> None:
+    eager = GrammarCompiler(long_info, precompute=True, cache_enabled=False).compile_regex(PATTERNS[0])
+    lazy = GrammarCompiler(long_info, precompute=False, cache_enabled=False).compile_regex(PATTERNS[0])
+    for s in range(eager.num_states):
+        np.testing.assert_array_equal(eager.token_mask(s), lazy.token_mask(s))
+
+
+def _random_dfa(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    table = np.full((n, 256), -1, dtype=np.int32)
+    for b in (97, 98, 99):
+        table[:, b] = rng.integers(-1, n, size=n)
+    return table, rng.random(n) < 0.4
+
+
+def _future(table: np.ndarray, acc: np.ndarray, s: int, depth: int) -> tuple:
+    """Brute force: acceptance and the set of alive strings over {a, b, c} up to ``depth``."""
+    alive = []
+    frontier = [(s, "")]
+    for _ in range(depth):
+        nxt = []
+        for q, w in frontier:
+            for b, ch in ((97, "a"), (98, "b"), (99, "c")):
+                t = int(table[q, b])
+                if t >= 0:
+                    alive.append(w + ch)
+                    nxt.append((t, w + ch))
+        frontier = nxt
+    return bool(acc[s]), frozenset(alive)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 40), st.integers(0, 5))
+def test_representatives_agree_with_brute_force(seed: int, n: int, depth: int) -> None:
+    table, acc = _random_dfa(np.random.default_rng(seed), n)
+    reps = mask_representatives(table, acc, depth)
+    futures = [_future(table, acc, s, depth) for s in range(n)]
+    for s in range(n):
+        r = int(reps[s])
+        assert r <= s and reps[r] == r
+        assert futures[s] == futures[r]  # sound: same future up to depth
+    # and complete: states with the same future share a representative
+    for s in range(n):
+        for q in range(s):
+            if futures[s] == futures[q]:
+                assert reps[s] == reps[q]
