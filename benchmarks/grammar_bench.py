@@ -28,7 +28,7 @@ from pathlib import Path
 
 from grammar_workloads import GRAMMAR_WORKLOADS, GrammarWorkload, check_examples
 from harness import compare_masks, prepare_walks, render_markdown, run_engine_workload
-from peers import ENGINES, Engine, make_engine
+from peers import ENGINES, set_up_engines
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 
 _TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -145,26 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     oracles = {w.name: _EarleyOracle(w) for w in workloads}
     walks = {w.name: prepare_walks(w, vocab, oracles[w.name].complete) for w in workloads}  # type: ignore[arg-type]
 
-    engines: list[Engine] = []
-    skipped: dict[str, str] = {}
-    setup_s: dict[str, float] = {}
-    for n in names:
-        reason = ENGINES[n].unavailable_reason()
-        if reason is not None:
-            skipped[n] = reason
-            print(f"skipping {n}: {reason}", file=sys.stderr)
-            continue
-        engine = make_engine(n)
-        t = time.perf_counter()
-        try:
-            engine.setup(vocab)
-        except Exception as exc:
-            skipped[n] = f"setup failed: {type(exc).__name__}: {exc}"
-            print(f"skipping {n}: {skipped[n]}", file=sys.stderr)
-            continue
-        setup_s[n] = time.perf_counter() - t
-        print(f"{n} {engine.version}: tokenizer set up in {setup_s[n]:.2f} s", file=sys.stderr)
-        engines.append(engine)
+    engines, skipped, setup_s = set_up_engines(names, vocab)
 
     results = []
     for w in workloads:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import EngineResult, compare_masks, fmt, prepare_walks, run_engine_workload
-from peers import ENGINES, Engine, make_engine
+from peers import ENGINES, set_up_engines
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 from workloads import Workload
 
@@ -279,6 +279,16 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--repeat must be at least 1")
     return args
 
+def _json_compiler_missing(name: str) -> str | None:
+    """Skip our engine while the installed tokensieve has no JSON Schema compiler."""
+    if name != "ours":
+        return None
+    import tokensieve
+
+    if not hasattr(tokensieve.GrammarCompiler, "compile_json_schema"):
+        return "tokensieve has no GrammarCompiler.compile_json_schema yet"
+    return None
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the report; returns 1 if any walk check failed."""
@@ -319,31 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"vocabulary {vocab.name}: {vocab.vocab_size} ids, loaded in {time.perf_counter() - t:.2f} s", file=sys.stderr)
     walks = {w.name: prepare_walks(w, vocab, completion_oracle(w)) for w in workloads}
 
-    engines: list[Engine] = []
-    skipped: dict[str, str] = {}
-    setup_s: dict[str, float] = {}
-    for n in names:
-        reason = ENGINES[n].unavailable_reason()
-        if reason is None and n == "ours":
-            import tokensieve
-
-            if not hasattr(tokensieve.GrammarCompiler, "compile_json_schema"):
-                reason = "tokensieve has no GrammarCompiler.compile_json_schema yet"
-        if reason is not None:
-            skipped[n] = reason
-            print(f"skipping {n}: {reason}", file=sys.stderr)
-            continue
-        engine = make_engine(n)
-        t = time.perf_counter()
-        try:
-            engine.setup(vocab)
-        except Exception as exc:
-            skipped[n] = f"setup failed: {type(exc).__name__}: {exc}"
-            print(f"skipping {n}: {skipped[n]}", file=sys.stderr)
-            continue
-        setup_s[n] = time.perf_counter() - t
-        print(f"{n} {engine.version}: tokenizer set up in {setup_s[n]:.2f} s", file=sys.stderr)
-        engines.append(engine)
+    engines, skipped, setup_s = set_up_engines(names, vocab, _json_compiler_missing)
 
     results: list[EngineResult] = []
     started = time.perf_counter()
@@ -394,3 +380,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import sys
+import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from vocabs import Vocab
 from workloads import Workload
 
-__all__ = ["Engine", "EngineMatcher", "ENGINES", "make_engine"]
+__all__ = ["Engine", "EngineMatcher", "ENGINES", "make_engine", "set_up_engines"]
 
 
 def _version(dist: str) -> str:
@@ -419,3 +422,51 @@ def make_engine(name: str) -> Engine:
         return ENGINES[name]()
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; expected one of {', '.join(ENGINES)}") from None
+
+
+def set_up_engines(
+    names: Sequence[str],
+    vocab: Vocab,
+    extra_unavailable: Callable[[str], str | None] | None = None,
+) -> tuple[list[Engine], dict[str, str], dict[str, float]]:
+    """Create and set up the named engines on ``vocab``, skipping those that cannot run.
+
+    Parameters
+    ----------
+    names
+        Engine names (keys of :data:`ENGINES`).
+    vocab
+        The vocabulary every engine is set up for.
+    extra_unavailable
+        Optional benchmark-specific check: a reason to skip an engine, or ``None``.
+
+    Returns
+    -------
+    tuple
+        ``(engines, skipped, setup_seconds)``: the engines that are ready, the
+        reason for each skipped one, and each ready engine's set-up time.
+        Progress goes to stderr.
+    """
+    engines: list[Engine] = []
+    skipped: dict[str, str] = {}
+    setup_s: dict[str, float] = {}
+    for n in names:
+        reason = ENGINES[n].unavailable_reason()
+        if reason is None and extra_unavailable is not None:
+            reason = extra_unavailable(n)
+        if reason is not None:
+            skipped[n] = reason
+            print(f"skipping {n}: {reason}", file=sys.stderr)
+            continue
+        engine = make_engine(n)
+        t = time.perf_counter()
+        try:
+            engine.setup(vocab)
+        except Exception as exc:
+            skipped[n] = f"setup failed: {type(exc).__name__}: {exc}"
+            print(f"skipping {n}: {skipped[n]}", file=sys.stderr)
+            continue
+        setup_s[n] = time.perf_counter() - t
+        print(f"{n} {engine.version}: tokenizer set up in {setup_s[n]:.2f} s", file=sys.stderr)
+        engines.append(engine)
+    return engines, skipped, setup_s
