@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import EngineResult, Walk, compare_masks, prepare_walks, render_markdown, run_engine_workload
-from peers import ENGINES, Engine, XgrammarEngine, make_engine
+from peers import ENGINES, Engine, XgrammarEngine, engine_names, make_engine
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 from workloads import Workload
 
@@ -214,11 +214,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the catalog benchmark and print the report; returns 1 if a correctness check failed."""
     args = _parse_args(argv)
-    names = [n.strip() for n in args.engines.split(",") if n.strip()]
-    for n in names:
-        if n not in ENGINES:
-            print(f"unknown engine {n!r}; expected one of {', '.join(ENGINES)}", file=sys.stderr)
-            return 2
+    names = engine_names(args.engines, ENGINES)
+    if names is None:
+        return 2
     sizes = [int(float(s)) for s in args.sizes.split(",") if s.strip()]
     vocab = load_vocab(args.vocab)
     print(f"vocabulary {vocab.name}: {vocab.vocab_size} ids", file=sys.stderr)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from grammar_workloads import GRAMMAR_WORKLOADS, GrammarWorkload, check_examples
 from harness import compare_masks, prepare_walks, render_markdown, run_engine_workload
-from peers import ENGINES, set_up_engines
+from peers import describe_engines, engine_names, run_metadata, set_up_engines
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 
 _TESTS = Path(__file__).resolve().parent.parent / "tests"
@@ -121,11 +121,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the report; returns 1 if any correctness check failed."""
     args = _parse_args(argv)
-    names = [n.strip() for n in args.engines.split(",") if n.strip()]
-    for n in names:
-        if n not in ENGINES or n == "outlines":
-            print(f"unknown engine {n!r}; expected some of {', '.join(DEFAULT_ENGINES)}", file=sys.stderr)
-            return 2
+    names = engine_names(args.engines, DEFAULT_ENGINES)
+    if names is None:
+        return 2
     wanted = [n.strip() for n in args.workloads.split(",") if n.strip()]
     known = {w.name: w for w in GRAMMAR_WORKLOADS}
     unknown = [n for n in wanted if n not in known]
@@ -174,10 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = {w.name: sum(len(x.token_ids) + 1 for x in walks[w.name]) for w in workloads}
     print(
         f"# Grammar benchmark: {vocab.name} ({vocab.vocab_size} tokens), {args.repeat} repetitions, medians\n\n"
-        f"Engines: {', '.join(f'{e.name} ({e.dist} {e.version})' for e in engines) or 'none'}. "
-        f"Per-vocabulary tokenizer setup (not in compile times): "
-        f"{', '.join(f'{n} {s:.2f} s' for n, s in setup_s.items())}. "
-        f"Steps per walk repetition: {', '.join(f'{k} {v}' for k, v in steps.items())}. "
+        + describe_engines(engines, setup_s)
+        + f"Steps per walk repetition: {', '.join(f'{k} {v}' for k, v in steps.items())}. "
         f"gc disabled during timed repetitions. Python {platform.python_version()}, "
         f"{os.cpu_count()} CPUs.\n"
     )
@@ -185,11 +181,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.json is not None:
         payload = {
-            "vocab": {"name": vocab.name, "vocab_size": vocab.vocab_size, "eos_token_id": vocab.eos_token_id},
-            "repeat": args.repeat,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
+            **run_metadata(vocab, args.repeat),
             "engines": {
                 e.name: {"dist": e.dist, "version": e.version, "setup_s": setup_s[e.name]} for e in engines
             },

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import EngineResult, compare_masks, fmt, prepare_walks, run_engine_workload
-from peers import ENGINES, set_up_engines
+from peers import describe_engines, engine_names, run_metadata, set_up_engines
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 from workloads import Workload
 
@@ -279,6 +279,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--repeat must be at least 1")
     return args
 
+
 def _json_compiler_missing(name: str) -> str | None:
     """Skip our engine while the installed tokensieve has no JSON Schema compiler."""
     if name != "ours":
@@ -293,11 +294,9 @@ def _json_compiler_missing(name: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the report; returns 1 if any walk check failed."""
     args = _parse_args(argv)
-    names = [n.strip() for n in args.engines.split(",") if n.strip()]
-    for n in names:
-        if n not in ENGINES or n not in JSON_ENGINES:
-            print(f"unknown engine {n!r}; expected some of {', '.join(JSON_ENGINES)}", file=sys.stderr)
-            return 2
+    names = engine_names(args.engines, JSON_ENGINES)
+    if names is None:
+        return 2
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     workloads = load_corpus(groups or None)
     if args.schemas:
@@ -347,10 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# JSON Schema benchmark: {vocab.name} ({vocab.vocab_size} tokens), {len(workloads)} schemas, "
         f"{examples} instances, {steps} steps per engine and repetition, {args.repeat} repetitions, medians\n\n"
-        f"Engines: {', '.join(f'{e.name} ({e.dist} {e.version})' for e in engines) or 'none'}. "
-        f"Per-vocabulary tokenizer setup (not in compile times): "
-        f"{', '.join(f'{n} {s:.2f} s' for n, s in setup_s.items())}. "
-        f"Options: {options}. "
+        + describe_engines(engines, setup_s)
+        + f"Options: {options}. "
         f"gc disabled during timed repetitions. Python {platform.python_version()}, {os.cpu_count()} CPUs. "
         f"Wall time {time.perf_counter() - started:.0f} s.\n"
     )
@@ -358,11 +355,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.json is not None:
         payload = {
-            "vocab": {"name": vocab.name, "vocab_size": vocab.vocab_size, "eos_token_id": vocab.eos_token_id},
-            "repeat": args.repeat,
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
+            **run_metadata(vocab, args.repeat),
             "engines": {
                 e.name: {"dist": e.dist, "version": e.version, "setup_s": setup_s[e.name], "json": getattr(e, "json_note", "")}
                 for e in engines

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
+import platform
 import sys
 import time
 from abc import ABC, abstractmethod
@@ -29,7 +31,16 @@ import numpy as np
 from vocabs import Vocab
 from workloads import Workload
 
-__all__ = ["Engine", "EngineMatcher", "ENGINES", "make_engine", "set_up_engines"]
+__all__ = [
+    "Engine",
+    "EngineMatcher",
+    "ENGINES",
+    "describe_engines",
+    "engine_names",
+    "make_engine",
+    "run_metadata",
+    "set_up_engines",
+]
 
 
 def _version(dist: str) -> str:
@@ -470,3 +481,33 @@ def set_up_engines(
         print(f"{n} {engine.version}: tokenizer set up in {setup_s[n]:.2f} s", file=sys.stderr)
         engines.append(engine)
     return engines, skipped, setup_s
+
+
+def engine_names(text: str, allowed: Sequence[str]) -> list[str] | None:
+    """The engines of a comma-separated ``--engines`` value, or ``None`` (reason on stderr) if one is not allowed."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for n in names:
+        if n not in ENGINES or n not in allowed:
+            print(f"unknown engine {n!r}; expected one of {', '.join(allowed)}", file=sys.stderr)
+            return None
+    return names
+
+
+def describe_engines(engines: Sequence[Engine], setup_s: dict[str, float]) -> str:
+    """The report's sentence naming the engines and their per-vocabulary set-up times."""
+    return (
+        f"Engines: {', '.join(f'{e.name} ({e.dist} {e.version})' for e in engines) or 'none'}. "
+        f"Per-vocabulary tokenizer setup (not in compile times): "
+        f"{', '.join(f'{n} {s:.2f} s' for n, s in setup_s.items())}. "
+    )
+
+
+def run_metadata(vocab: Vocab, repeat: int) -> dict[str, Any]:
+    """What every benchmark's JSON output records about the run: vocabulary, repetitions, machine."""
+    return {
+        "vocab": {"name": vocab.name, "vocab_size": vocab.vocab_size, "eos_token_id": vocab.eos_token_id},
+        "repeat": repeat,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+    }
