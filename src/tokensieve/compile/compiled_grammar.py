@@ -371,10 +371,6 @@ def _rebuild(
 
 
 @lru_cache(maxsize=16)
-def _long_tokens_of(builder: Any, info: TokenizerInfo) -> LongTokens:
-    return LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)
-
-
 def _long_tokens(builder: Any, info: TokenizerInfo) -> LongTokens:
     """The vocabulary's tokens longer than ``SHARE_DEPTH`` (built once per vocabulary)."""
-    return _long_tokens_of(builder, info)
+    return LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)

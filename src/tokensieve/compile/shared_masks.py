@@ -26,6 +26,8 @@ class, so two states are merged wrongly only if both hashes collide
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 
 __all__ = ["LongTokens", "SHARE_DEPTH", "mask_representatives"]
@@ -107,8 +109,10 @@ class LongTokens:
         Tokens strictly longer than this are kept.
     """
 
-    def __init__(self, decoded_vocab: list[bytes], special_token_ids: object, num_words: int, depth: int) -> None:
-        special = {int(t) for t in special_token_ids}  # type: ignore[attr-defined]
+    def __init__(
+        self, decoded_vocab: Sequence[bytes], special_token_ids: Iterable[int], num_words: int, depth: int
+    ) -> None:
+        special = {int(t) for t in special_token_ids}
         ids = [t for t, data in enumerate(decoded_vocab) if len(data) > depth and t not in special]
         ids.sort(key=lambda t: -len(decoded_vocab[t]))
         self.ids = np.asarray(ids, dtype=np.int64)
