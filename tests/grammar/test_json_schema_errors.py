@@ -221,3 +221,25 @@ def test_lenient_mode_relaxes_bounds_that_exceed_the_limits(compiler) -> None:
     assert accepts(compiled, '{"texts": ["a", "b"]}')
     assert not accepts(compiled, '{"texts": ["a", 1]}')
     assert not accepts(compiled, '{"texts": [' + ", ".join(['"a"'] * 11) + "]}")
+
+
+@pytest.mark.parametrize(("low", "high"), [(0, 1), (0, 4), (3, 7), (5, None)])
+def test_states_per_character_is_a_lower_bound(low, high) -> None:
+    # the compiler gives up on long strings before building them, from this estimate:
+    # it must never be more than the automaton really needs
+    from tokensieve.automata.build import ir_to_dfa
+    from tokensieve.grammar.json_schema import _lexical as lx
+
+    dfa = ir_to_dfa(lx.string_length(low, high))
+    assert dfa.transitions.shape[0] >= (high or low) * lx.STATES_PER_CHARACTER
+
+
+def test_long_string_fails_fast_and_lenient_mode_relaxes(compiler) -> None:
+    limits = compiler.limits
+    n = limits.max_dfa_states  # far more characters than the automaton can hold
+    schema = {"type": "object", "properties": {"sql": {"type": "string", "maxLength": n // 10}}}
+    with pytest.raises(LimitExceeded) as err:
+        compiler.compile_json_schema(schema)
+    assert err.value.limit == "max_dfa_states"
+    lenient = compiler.compile_json_schema(schema, strict=False)
+    assert any("maxLength" in u for u in lenient.unenforced)

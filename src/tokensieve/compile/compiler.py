@@ -245,9 +245,9 @@ class GrammarCompiler:
         def build() -> Any:
             from ..errors import LimitExceeded, SchemaError
 
-            grammar, unenforced = schema_to_grammar(schema, limits=self.limits, **options)  # type: ignore[arg-type]
-            found["unenforced"] = unenforced
             try:
+                grammar, unenforced = schema_to_grammar(schema, limits=self.limits, **options)  # type: ignore[arg-type]
+                found["unenforced"] = unenforced
                 return compile_grammar_automaton(grammar, self.limits)
             except GrammarError as exc:
                 raise SchemaError(f"the schema cannot be compiled: {exc.message}", "") from None

@@ -11,6 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,16 +70,46 @@ def has_ops() -> bool:
     return _ops is not None and hasattr(_ops, "ir_intersect")
 
 
+#: results of automaton operations kept for reuse (by operation, operands and limits)
+_OP_CACHE_ENTRIES = 64
+#: results larger than this many automaton states are not kept
+_OP_CACHE_MAX_STATES = 50_000
+_op_cache: OrderedDict[tuple[Any, ...], Node] = OrderedDict()
+_op_lock = threading.Lock()
+
+
+def _cached_op(name: str, fn: Callable[[Node, Node, Any], Node], x: Node, y: Node, limits: Any) -> Node:
+    """``fn(x, y, limits)``, remembered per process.
+
+    The same string constraints recur across the properties of a schema, across
+    schemas (``format: email`` with ``maxLength: 254`` is everywhere) and
+    across the lenient compiler's attempts, and their products cost seconds.
+    """
+    key = (name, x, y, limits)
+    with _op_lock:
+        hit = _op_cache.get(key)
+        if hit is not None:
+            _op_cache.move_to_end(key)
+            return hit
+    result = fn(x, y, limits)
+    if getattr(result, "num_states", 0) <= _OP_CACHE_MAX_STATES:
+        with _op_lock:
+            _op_cache[key] = result
+            while len(_op_cache) > _OP_CACHE_ENTRIES:
+                _op_cache.popitem(last=False)
+    return result
+
+
 def intersect(x: Node, y: Node, limits: Any) -> Node:
     """Intersection of two regular IR languages (needs :mod:`tokensieve.automata.ops`)."""
     assert _ops is not None
-    return _ops.ir_intersect(x, y, limits)
+    return _cached_op("intersect", _ops.ir_intersect, x, y, limits)
 
 
 def difference(x: Node, y: Node, limits: Any) -> Node:
     """``x`` minus ``y`` (needs :mod:`tokensieve.automata.ops`)."""
     assert _ops is not None
-    return _ops.ir_difference(x, y, limits)
+    return _cached_op("difference", _ops.ir_difference, x, y, limits)
 
 
 def is_empty(node: Node, limits: Any) -> bool:
@@ -99,6 +132,11 @@ def string_char() -> Node:
 def any_string_content() -> Node:
     """The content (between the quotes) of any JSON string."""
     return star(string_char())
+
+
+#: automaton states per character of a length-bounded string (every spelling of a character:
+#: raw UTF-8 of up to 4 bytes, short escapes, ``\\uXXXX`` escapes and surrogate pairs)
+STATES_PER_CHARACTER = 25
 
 
 def string_length(min_length: int, max_length: int | None) -> Node:

@@ -573,13 +573,17 @@ class _Norm:
         if self.min_len > 0 or self.max_len is not None:
             if self.max_len is not None and self.max_len < self.min_len:
                 return NOTHING
-            if (self.max_len or self.min_len) > low.limits.max_repetition:
-                from ...errors import LimitExceeded
+            from ...errors import LimitExceeded
 
+            bound = self.max_len or self.min_len
+            if bound > low.limits.max_repetition:
+                raise LimitExceeded("max_repetition", low.limits.max_repetition, f"string length bound {bound}")
+            if not self.patterns and not self.formats and bound * lx.STATES_PER_CHARACTER >= low.limits.max_dfa_states:
+                # every character position is that many automaton states: fail before building them
                 raise LimitExceeded(
-                    "max_repetition",
-                    low.limits.max_repetition,
-                    f"string length bound {self.max_len or self.min_len}",
+                    "max_dfa_states",
+                    low.limits.max_dfa_states,
+                    f"a string of up to {bound} characters needs about {bound * lx.STATES_PER_CHARACTER} states",
                 )
             pieces.append(
                 (lx.string_length(self.min_len, self.max_len), self.where.get("maxLength", self.ptr))
