@@ -10,7 +10,7 @@ from ..grammar.regex import parse_regex
 from ..limits import Limits
 from .determinize import ClassDFA, Row, determinize
 from .dfa import ByteDFA
-from .minimize import minimize, trim
+from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim, trim_edges
 from .nfa import build_nfa
 
 __all__ = ["ir_to_dfa", "regex_to_dfa"]
@@ -78,6 +78,20 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
         raise GrammarError(_EMPTY_LANGUAGE)
     nfa = build_nfa(node, limits)
     cdfa = determinize(nfa, limits)
+    if len(cdfa.targets) > SMALL_EDGES:
+        n = cdfa.num_states
+        edges: EdgeDFA | None = EdgeDFA(
+            n,
+            np.repeat(np.arange(n, dtype=np.int64), np.array(cdfa.lengths, dtype=np.int64)),
+            np.array(cdfa.classes, dtype=np.int64),
+            np.array(cdfa.targets, dtype=np.int64),
+            np.array(cdfa.accepting, dtype=bool),
+        )
+        if nfa.has_dead:
+            edges = trim_edges(edges)  # type: ignore[arg-type]
+            if edges is None:
+                raise GrammarError(_EMPTY_LANGUAGE)
+        return _expand_edges(minimize_edges(edges), cdfa.class_of_byte)  # type: ignore[arg-type]
     rows, accepting = cdfa.rows, cdfa.accepting
     if nfa.has_dead:
         trimmed = trim(rows, accepting)
@@ -104,5 +118,17 @@ def _expand(rows: list[Row], accepting: list[bool], cdfa: ClassDFA) -> ByteDFA:
     trans = np.ascontiguousarray(table[:, cdfa.class_of_byte])
     acc = np.array(accepting, dtype=bool)
     trans.setflags(write=False)
+    acc.setflags(write=False)
+    return ByteDFA(trans, acc, 0)
+
+
+def _expand_edges(dfa: EdgeDFA, class_of_byte: np.ndarray) -> ByteDFA:
+    """The byte-level table of a DFA over classes given as arrays."""
+    num_classes = int(class_of_byte[-1]) + 1
+    table = np.full((dfa.num_states, num_classes), -1, dtype=np.int32)
+    table[dfa.src, dfa.cls] = dfa.dst
+    trans = np.ascontiguousarray(table[:, class_of_byte])
+    trans.setflags(write=False)
+    acc = np.array(dfa.accepting, dtype=bool)
     acc.setflags(write=False)
     return ByteDFA(trans, acc, 0)

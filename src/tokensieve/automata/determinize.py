@@ -32,9 +32,11 @@ class ClassDFA:
 
     Attributes
     ----------
-    rows : list of list of (int, int)
-        ``rows[s]``: the ``(class, target)`` transitions of state ``s``, by
-        increasing class; classes not listed have no transition.
+    lengths : list of int
+        ``lengths[s]``: the number of transitions of state ``s``.
+    classes, targets : list of int
+        The transitions ``(class, target)`` of all states, state by state,
+        each state's by increasing class; classes not listed have no transition.
     accepting : list of bool
     class_of_byte : numpy.ndarray
         ``int64 (256,)``: the class of each byte.
@@ -42,10 +44,19 @@ class ClassDFA:
         Always 0.
     """
 
-    __slots__ = ("rows", "accepting", "class_of_byte", "start")
+    __slots__ = ("lengths", "classes", "targets", "accepting", "class_of_byte", "start")
 
-    def __init__(self, rows: list[Row], accepting: list[bool], class_of_byte: np.ndarray) -> None:
-        self.rows = rows
+    def __init__(
+        self,
+        lengths: list[int],
+        classes: list[int],
+        targets: list[int],
+        accepting: list[bool],
+        class_of_byte: np.ndarray,
+    ) -> None:
+        self.lengths = lengths
+        self.classes = classes
+        self.targets = targets
         self.accepting = accepting
         self.class_of_byte = class_of_byte
         self.start = 0
@@ -54,6 +65,22 @@ class ClassDFA:
     def num_classes(self) -> int:
         """Number of byte classes."""
         return int(self.class_of_byte[-1]) + 1
+
+    @property
+    def num_states(self) -> int:
+        """Number of states."""
+        return len(self.lengths)
+
+    @property
+    def rows(self) -> list[Row]:
+        """``rows[s]``: the ``(class, target)`` transitions of state ``s``."""
+        pairs = list(zip(self.classes, self.targets, strict=True))
+        rows: list[Row] = []
+        at = 0
+        for n in self.lengths:
+            rows.append(pairs[at : at + n])
+            at += n
+        return rows
 
 
 class _Work:
@@ -159,10 +186,10 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
     follows = [closure(out[node]) for node in positions]
     num_classes = len(cuts) - 1
     if num_pos <= _DENSE_MAX:
-        rows, accepting = _subsets_dense(start, follows, pos_classes, num_classes, limits, work)
+        out = _subsets_dense(start, follows, pos_classes, num_classes, limits, work)
     else:
-        rows, accepting = _subsets_sparse(start, follows, pos_classes, limits, work)
-    return ClassDFA(rows, accepting, class_of_byte)
+        out = _subsets_sparse(start, follows, pos_classes, limits, work)
+    return ClassDFA(*out, class_of_byte)
 
 
 def _too_many(limits: Limits) -> LimitExceeded:
@@ -180,7 +207,7 @@ def _subsets_dense(
     num_classes: int,
     limits: Limits,
     work: _Work,
-) -> tuple[list[Row], list[bool]]:
+) -> tuple[list[int], list[int], list[int], list[bool]]:
     num_pos = len(follows)
     accept_bit = 1 << num_pos
     # per position, indexed by bit_length() of its bit: follow mask and classes
@@ -204,7 +231,9 @@ def _subsets_dense(
         s0 |= 1 << q
     ids = {s0: 0}
     states = [s0]
-    rows: list[Row] = []
+    lengths: list[int] = []
+    classes: list[int] = []
+    dsts: list[int] = []
     union_of: dict[int, int] = {}
     max_states = limits.max_dfa_states
     steps = 0
@@ -212,7 +241,6 @@ def _subsets_dense(
     while i < len(states):
         state = states[i]
         i += 1
-        row: Row = []
         if 2 * state.bit_count() <= num_live:
             # few positions: group their follow sets by class
             targets: dict[int, int] = {}
@@ -252,12 +280,13 @@ def _subsets_dense(
                     raise _too_many(limits)
                 ids[target] = j
                 states.append(target)
-            row.append((c, j))
-        rows.append(row)
+            classes.append(c)
+            dsts.append(j)
+        lengths.append(len(pairs))
         if steps > 4096:
             work.add(steps)
             steps = 0
-    return rows, [bool(s & accept_bit) for s in states]
+    return lengths, classes, dsts, [bool(s & accept_bit) for s in states]
 
 
 def _subsets_sparse(
@@ -266,13 +295,15 @@ def _subsets_sparse(
     pos_classes: list[tuple[int, ...]],
     limits: Limits,
     work: _Work,
-) -> tuple[list[Row], list[bool]]:
+) -> tuple[list[int], list[int], list[int], list[bool]]:
     num_pos = len(follows)
     fsets = [frozenset(f) for f in follows]
     s0 = frozenset(start)
     ids = {s0: 0}
     states = [s0]
-    rows: list[Row] = []
+    lengths: list[int] = []
+    classes: list[int] = []
+    targets: list[int] = []
     max_states = limits.max_dfa_states
     i = 0
     while i < len(states):
@@ -289,7 +320,6 @@ def _subsets_sparse(
                     buckets[c] = [f]
                 else:
                     b.append(f)
-        row: Row = []
         steps = len(state)
         for c in sorted(buckets):
             fl = buckets[c]
@@ -302,7 +332,8 @@ def _subsets_sparse(
                     raise _too_many(limits)
                 ids[target] = j
                 states.append(target)
-            row.append((c, j))
-        rows.append(row)
+            classes.append(c)
+            targets.append(j)
+        lengths.append(len(buckets))
         work.add(steps)
-    return rows, [num_pos in s for s in states]
+    return lengths, classes, targets, [num_pos in s for s in states]

@@ -16,6 +16,8 @@ they have a transition at all.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .determinize import Row
 
 __all__ = ["trim", "minimize"]
@@ -206,3 +208,412 @@ def _refine(rows: list[Row], blocks: list[set[int]], block_of: list[int]) -> Non
                 for s in moved:
                     block_of[s] = nb
                 pending.add(nb)
+
+
+# ------------------------------------------------------------ array version
+#: Automata with at most this many transitions are minimised by the list-based
+#: code above; numpy's per-call overhead only pays off beyond.
+SMALL_EDGES = 4096
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_ACC = np.uint64(0x9E3779B97F4A7C15)
+# a transition's key: the target's class shifted left by this, or'ed with the byte class
+_SHIFT = np.uint64(9)
+_CORE = np.int64(1) << 40  # target class of "some state on or before a cycle"
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit mixing function (the finaliser of SplitMix64), elementwise and wrapping."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def _spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``ptr[x] .. ptr[x + 1] - 1`` for each ``x`` of ``xs``, concatenated, and their counts."""
+    lo = ptr[xs]
+    counts = ptr[xs + 1] - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), counts
+    ends = np.cumsum(counts)
+    idx = np.arange(total, dtype=np.int64) + np.repeat(lo - ends + counts, counts)
+    return idx, counts
+
+
+def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Wrapping ``uint64`` sums of consecutive segments of ``values`` of the given lengths."""
+    cs = np.zeros(len(values) + 1, dtype=np.uint64)
+    np.cumsum(values, out=cs[1:])
+    ends = np.cumsum(counts)
+    return cs[ends] - cs[ends - counts]
+
+
+class EdgeDFA:
+    """A partial DFA over byte classes as arrays: ``(source, class, target)`` sorted by ``(source, class)``.
+
+    Attributes
+    ----------
+    num_states : int
+    src, cls, dst : numpy.ndarray
+        ``int64`` transitions, sorted by ``(src, cls)``.
+    accepting : numpy.ndarray
+        ``bool (num_states,)``.
+    start : int
+    """
+
+    __slots__ = ("num_states", "src", "cls", "dst", "accepting", "start")
+
+    def __init__(
+        self,
+        num_states: int,
+        src: np.ndarray,
+        cls: np.ndarray,
+        dst: np.ndarray,
+        accepting: np.ndarray,
+        start: int = 0,
+    ) -> None:
+        self.num_states = int(num_states)
+        self.src = src
+        self.cls = cls
+        self.dst = dst
+        self.accepting = accepting
+        self.start = int(start)
+
+    @classmethod
+    def from_rows(cls, rows: list[Row], accepting: list[bool], start: int = 0) -> EdgeDFA:
+        """The arrays of a list-based automaton."""
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        flat = np.array([x for r in rows for e in r for x in e], dtype=np.int64).reshape(-1, 2)
+        src = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+        return cls(len(rows), src, flat[:, 0].copy(), flat[:, 1].copy(), np.array(accepting, dtype=bool), start)
+
+    def to_rows(self) -> tuple[list[Row], list[bool]]:
+        """``(rows, accepting)`` as the list-based functions take them."""
+        ptr = np.searchsorted(self.src, np.arange(self.num_states + 1)).tolist()
+        pairs = list(zip(self.cls.tolist(), self.dst.tolist(), strict=True))
+        return [pairs[ptr[s] : ptr[s + 1]] for s in range(self.num_states)], self.accepting.tolist()
+
+    def ptr(self) -> np.ndarray:
+        """``ptr[s] .. ptr[s + 1] - 1``: the transitions of state ``s``."""
+        return np.searchsorted(self.src, np.arange(self.num_states + 1))
+
+
+def _restrict_edges(dfa: EdgeDFA, keep: np.ndarray) -> EdgeDFA:
+    """The sub-automaton on the states ``keep`` (a bool mask), renumbered in order."""
+    idx = np.flatnonzero(keep)
+    renum = np.full(dfa.num_states, -1, dtype=np.int64)
+    renum[idx] = np.arange(len(idx))
+    ok = keep[dfa.src] & keep[dfa.dst]
+    return EdgeDFA(
+        len(idx),
+        renum[dfa.src[ok]],
+        dfa.cls[ok],
+        renum[dfa.dst[ok]],
+        dfa.accepting[idx],
+        int(renum[dfa.start]),
+    )
+
+
+def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.ndarray:
+    """States reachable from ``seeds`` along ``ptr``/``nxt`` adjacency (bool mask), frontier by frontier."""
+    seen = np.zeros(n, dtype=bool)
+    seen[seeds] = True
+    frontier = seeds
+    while len(frontier):
+        idx, _ = _spans(ptr, frontier)
+        t = nxt[idx]
+        t = t[~seen[t]]
+        if len(t) > 64:
+            t = np.unique(t)
+        else:
+            t = np.array(sorted(set(t.tolist())), dtype=np.int64)
+        seen[t] = True
+        frontier = t
+    return seen
+
+
+def trim_edges(dfa: EdgeDFA, reachable: bool = True) -> EdgeDFA | None:
+    """Remove the states that cannot reach acceptance (and, unless ``reachable``, the unreachable ones).
+
+    Returns
+    -------
+    EdgeDFA or None
+        The survivors in their old order (start included), or ``None`` when
+        the language is empty.
+    """
+    n = dfa.num_states
+    if not reachable:
+        keep = _search(dfa.ptr(), dfa.dst, np.array([dfa.start], dtype=np.int64), n)
+        if not keep.all():
+            dfa = _restrict_edges(dfa, keep)
+            n = dfa.num_states
+    order = np.argsort(dfa.dst, kind="stable")
+    rptr = np.searchsorted(dfa.dst[order], np.arange(n + 1))
+    alive = _search(rptr, dfa.src[order], np.flatnonzero(dfa.accepting), n)
+    if not alive[dfa.start]:
+        return None
+    if alive.all():
+        return dfa
+    return _restrict_edges(dfa, alive)
+
+
+def minimize_edges(dfa: EdgeDFA) -> EdgeDFA:
+    """Minimise a trimmed partial DFA given as arrays.
+
+    The states that reach no cycle get their classes level by level from
+    the sinks up (Revuz: two such states are equivalent iff they agree on
+    acceptance and on the class of the target of each transition); the
+    others are refined by Hopcroft's algorithm, one round per batch of
+    pending splitters, on a refinable partition held in arrays. Signatures
+    are hashed to 64 bits; the final partition is checked to be a congruence
+    respecting acceptance (hash collisions can only merge, so it is then the
+    coarsest), else the list-based :func:`minimize` is used.
+
+    Returns
+    -------
+    EdgeDFA
+        Minimal, numbered breadth-first from the start state (0), successors
+        by increasing class, as :func:`minimize` numbers.
+    """
+    n = dfa.num_states
+    src, cls, dst, acc = dfa.src, dfa.cls, dfa.dst, dfa.accepting
+    ptr = dfa.ptr()
+    block = _classes(n, ptr, src, cls, dst, acc)
+    if block is None or not _is_congruence(block, ptr, src, cls, dst, acc):
+        rows, accepting = dfa.to_rows()
+        rows2, acc2 = minimize(rows, accepting, dfa.start)
+        return EdgeDFA.from_rows(rows2, acc2)
+    return _quotient(block, ptr, cls, dst, acc, dfa.start)
+
+
+def _classes(
+    n: int, ptr: np.ndarray, src: np.ndarray, cls: np.ndarray, dst: np.ndarray, acc: np.ndarray
+) -> np.ndarray | None:
+    """Each state's equivalence class (hashed signatures; see :func:`minimize_edges`)."""
+    order = np.argsort(dst, kind="stable")
+    r_src = src[order]
+    rptr = np.searchsorted(dst[order], np.arange(n + 1))
+    ucls = cls.astype(np.uint64)
+    acc_h = np.where(acc, _ACC, np.uint64(0))
+    # Revuz on the states that reach no cycle, level by level from the sinks
+    remaining = np.diff(ptr)
+    cid = np.full(n, -1, dtype=np.int64)
+    count = 0
+    frontier = np.flatnonzero(remaining == 0)
+    while len(frontier):
+        idx, counts = _spans(ptr, frontier)
+        keys = (cid[dst[idx]].astype(np.uint64) << _SHIFT) | ucls[idx]
+        h = acc_h[frontier] + _segment_sums(_mix(keys), counts)
+        uniq, inverse = np.unique(h, return_inverse=True)
+        cid[frontier] = count + inverse.reshape(-1)
+        count += len(uniq)
+        ridx, _ = _spans(rptr, frontier)
+        preds, dec = np.unique(r_src[ridx], return_counts=True)
+        remaining[preds] -= dec
+        frontier = preds[remaining[preds] == 0]
+    core = np.flatnonzero(cid < 0)
+    if not len(core):
+        return cid
+    # the others: the initial partition by acceptance and (class, class of target or "core") per transition
+    m = len(core)
+    local = np.full(n, -1, dtype=np.int64)
+    local[core] = np.arange(m)
+    idx, counts = _spans(ptr, core)
+    tc = cid[dst[idx]]
+    keys = (np.where(tc < 0, _CORE, tc).astype(np.uint64) << _SHIFT) | ucls[idx]
+    h = acc_h[core] + _segment_sums(_mix(keys), counts)
+    inner = tc < 0  # transitions between core states
+    e_src = np.repeat(np.arange(m, dtype=np.int64), counts)[inner]
+    e_cls = cls[idx][inner]
+    e_dst = local[dst[idx][inner]]
+    sub = _hopcroft(m, h, e_src, e_cls, e_dst)
+    cid[core] = count + sub
+    return cid
+
+
+def _hopcroft(m: int, h0: np.ndarray, e_src: np.ndarray, e_cls: np.ndarray, e_dst: np.ndarray) -> np.ndarray:
+    """Coarsest refinement of the partition by ``h0`` that is stable for the transitions given.
+
+    A refinable partition: ``elems`` lists the states block by block, block
+    ``b`` occupying ``elems[first[b]:end[b]]``, and ``where[s]`` is the index of
+    state ``s`` in ``elems``. A round takes every pending block as a splitter
+    at once, hashes each predecessor's set of (class, splitter) pairs, splits
+    every touched block by those hashes, moves the touched states to the front
+    of their block's segment and queues every piece but the largest.
+    """
+    elems = np.argsort(h0, kind="stable")
+    hs = h0[elems]
+    heads = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]])
+    nblocks = len(heads)
+    first = np.zeros(m + 1, dtype=np.int64)
+    end = np.zeros(m + 1, dtype=np.int64)
+    first[:nblocks] = heads
+    end[:nblocks] = np.r_[heads[1:], m]
+    block = np.empty(m, dtype=np.int64)
+    block[elems] = np.repeat(np.arange(nblocks), np.diff(np.r_[heads, m]))
+    where = np.empty(m, dtype=np.int64)
+    where[elems] = np.arange(m)
+    order = np.argsort(e_dst, kind="stable")
+    r_src, r_cls = e_src[order], e_cls[order].astype(np.uint64)
+    rptr = np.searchsorted(e_dst[order], np.arange(m + 1))
+    touched_mark = np.zeros(m, dtype=bool)
+    pending = np.arange(m, dtype=np.int64)
+    while len(pending):
+        idx, counts = _spans(rptr, pending)
+        if not len(idx):
+            break
+        sig = _mix((np.repeat(block[pending], counts).astype(np.uint64) << _SHIFT) | r_cls[idx])
+        p = r_src[idx]
+        o = np.argsort(p, kind="stable")
+        ps = p[o]
+        heads = np.flatnonzero(np.r_[True, ps[1:] != ps[:-1]])
+        states = ps[heads]
+        hp = _segment_sums(sig[o], np.diff(np.r_[heads, len(ps)]))
+        bp = block[states]
+        o = np.lexsort((hp, bp))
+        states, bp, hp = states[o], bp[o], hp[o]
+        new_block = np.r_[True, bp[1:] != bp[:-1]]
+        new_group = new_block | np.r_[True, hp[1:] != hp[:-1]]
+        bheads = np.flatnonzero(new_block)
+        k = np.diff(np.r_[bheads, len(states)])  # touched states per touched block
+        tb = bp[bheads]
+        size = end[tb] - first[tb]
+        groups_per_block = np.add.reduceat(new_group.astype(np.int64), bheads)
+        splits = (groups_per_block > 1) | (k < size)
+        if not splits.any():
+            pending = np.zeros(0, dtype=np.int64)
+            continue
+        # keep the touched states of the blocks that split
+        sel = np.repeat(splits, k)
+        states, bp, new_group = states[sel], bp[sel], new_group[sel]
+        tb, k, size = tb[splits], k[splits], size[splits]
+        s0 = first[tb]
+        rem = size - k
+        # move the touched states to the front of their block: swap the untouched
+        # states found in the front part with the touched ones found behind it
+        touched_mark[states] = True
+        front = np.repeat(s0, k) + (np.arange(len(states)) - np.repeat(np.cumsum(k) - k, k))
+        at_front = elems[front]
+        holes = at_front[~touched_mark[at_front]]
+        behind = where[states] >= np.repeat(s0 + k, k)
+        out_pos = where[states[behind]]
+        elems[out_pos] = holes
+        where[holes] = out_pos
+        elems[front] = states
+        where[states] = front
+        touched_mark[states] = False
+        # pieces: the groups (in order) at the front, then the untouched rest
+        gh = np.flatnonzero(new_group)
+        gsize = np.diff(np.r_[gh, len(states)])
+        g_block_idx = np.repeat(np.arange(len(tb)), k)[gh]
+        g_start = front[gh]
+        # the largest piece of each block keeps its number
+        big = np.zeros(len(tb), dtype=np.int64)
+        np.maximum.at(big, g_block_idx, gsize)
+        rest_keeps = rem >= big
+        # first group of maximal size in each block, when the rest does not keep
+        is_max = gsize == big[g_block_idx]
+        first_max = np.full(len(tb), len(gh), dtype=np.int64)
+        np.minimum.at(first_max, g_block_idx, np.where(is_max, np.arange(len(gh)), len(gh)))
+        keeps = np.zeros(len(gh), dtype=bool)
+        keeper = first_max[~rest_keeps]
+        keeps[keeper] = True
+        # new numbers for the groups that do not keep, then for the rests that do not keep
+        g_new = ~keeps
+        n_g = int(g_new.sum())
+        g_ids = np.empty(len(gh), dtype=np.int64)
+        g_ids[keeps] = tb[g_block_idx[keeps]]
+        g_ids[g_new] = nblocks + np.arange(n_g)
+        nblocks += n_g
+        r_new = ~rest_keeps & (rem > 0)
+        n_r = int(r_new.sum())
+        r_ids = nblocks + np.arange(n_r)
+        nblocks += n_r
+        # bounds
+        first[g_ids] = g_start
+        end[g_ids] = g_start + gsize
+        rest_ids = np.where(rest_keeps, tb, -1)
+        rest_ids[r_new] = r_ids
+        has_rest = rem > 0
+        first[rest_ids[has_rest]] = (s0 + k)[has_rest]
+        end[rest_ids[has_rest]] = (s0 + size)[has_rest]
+        # block numbers
+        block[states] = np.repeat(g_ids, gsize)
+        moved_rest = np.zeros(0, dtype=np.int64)
+        if n_r:
+            rs0 = (s0 + k)[r_new]
+            rlen = rem[r_new]
+            pos = np.repeat(rs0, rlen) + (np.arange(int(rlen.sum())) - np.repeat(np.cumsum(rlen) - rlen, rlen))
+            moved_rest = elems[pos]
+            block[moved_rest] = np.repeat(r_ids, rlen)
+        pending = np.concatenate([states[np.repeat(g_new, gsize)], moved_rest])
+    return block
+
+
+def _is_congruence(
+    block: np.ndarray, ptr: np.ndarray, src: np.ndarray, cls: np.ndarray, dst: np.ndarray, acc: np.ndarray
+) -> bool:
+    """Whether every state agrees with its block's first state on acceptance and on each transition."""
+    n = len(block)
+    count = int(block.max()) + 1
+    rep = np.full(count, n, dtype=np.int64)
+    np.minimum.at(rep, block, np.arange(n))
+    r = rep[block]
+    if not np.array_equal(acc, acc[r]):
+        return False
+    deg = np.diff(ptr)
+    if not np.array_equal(deg, deg[r]):
+        return False
+    mine = np.arange(len(src), dtype=np.int64)
+    theirs = ptr[r][src] + (mine - ptr[src])
+    return bool(np.array_equal(cls, cls[theirs]) and np.array_equal(block[dst], block[dst[theirs]]))
+
+
+def _quotient(
+    block: np.ndarray, ptr: np.ndarray, cls: np.ndarray, dst: np.ndarray, acc: np.ndarray, start: int
+) -> EdgeDFA:
+    """The quotient automaton, numbered breadth-first from the start's block."""
+    n = len(block)
+    count = int(block.max()) + 1
+    rep = np.full(count, n, dtype=np.int64)
+    np.minimum.at(rep, block, np.arange(n))
+    # quotient transitions in terms of blocks
+    q_ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(ptr[rep + 1] - ptr[rep], out=q_ptr[1:])
+    idx, _ = _spans(ptr, rep)
+    q_cls = cls[idx]
+    q_dst = block[dst[idx]]
+    # breadth-first numbering
+    number = np.full(count, -1, dtype=np.int64)
+    s0 = int(block[start])
+    number[s0] = 0
+    order = [np.array([s0], dtype=np.int64)]
+    done = 1
+    frontier = order[0]
+    while len(frontier):
+        e, _ = _spans(q_ptr, frontier)
+        t = q_dst[e]
+        t = t[number[t] < 0]
+        if len(t) > 64:
+            _, firsts = np.unique(t, return_index=True)
+            t = t[np.sort(firsts)]
+        else:
+            t = np.array(list(dict.fromkeys(t.tolist())), dtype=np.int64)
+        number[t] = done + np.arange(len(t))
+        done += len(t)
+        order.append(t)
+        frontier = t
+    perm = np.concatenate(order)
+    e, counts = _spans(q_ptr, perm)
+    return EdgeDFA(
+        count,
+        np.repeat(np.arange(count, dtype=np.int64), counts),
+        q_cls[e],
+        number[q_dst[e]],
+        acc[rep[perm]],
+        0,
+    )
