@@ -29,7 +29,12 @@ Two shortcuts keep permissive states cheap:
 * **subtree closure**: if every byte below trie node ``n`` loops on the state
   ``q`` reached at ``n`` (for example: inside a quoted string, or a ``[a-z]+``
   run), every token under ``n`` is allowed; the whole slice of ``sorted_tokens``
-  is taken at once and the walk does not descend.
+  is taken at once and the walk does not descend. A state that also takes
+  every UTF-8 character back to itself (a free JSON string, through a small
+  sub-automaton for the multi-byte characters) counts the bytes 0x80-0xFF as
+  loop bytes below nodes whose tokens are all well-formed UTF-8 from a
+  character boundary (:mod:`tokensieve.compile.utf8_closure`), so multilingual
+  tokens are taken whole too.
 * **range output**: the walk emits slices of the byte-sorted token order. A
   mask with many tokens is packed at once (a scatter into a boolean row, then
   ``packbits``); masks with few tokens are kept as ``(word, bit)`` lists, which
@@ -44,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..vocab.trie import TokenTrie
+from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
@@ -60,6 +66,7 @@ __all__ = [
 
 _ONE = np.uint64(1)
 _EMPTY = np.zeros(0, dtype=np.int64)
+_EMPTY_BOOL = np.zeros(0, dtype=bool)
 
 #: nodes with at least this many children get a row in the dense child table
 _HUB_MIN_CHILDREN = 4
@@ -127,7 +134,14 @@ class AutomatonView:
     has_loops : bool
         Whether any state loops on some byte (enables the subtree closure).
     loops : numpy.ndarray
-        ``uint64 (S, 4)``: the bytes each state loops on.
+        ``uint64 (S, 4)``: the bytes each state loops on; for a :attr:`utf8` state
+        also the bytes 0x80-0xFF.
+    utf8 : numpy.ndarray
+        ``bool (S,)``: states that loop on some byte and take every well-formed
+        UTF-8 character back to themselves (and refuse ill-formed bytes), such as
+        the inside of a free JSON string. Below a trie node whose tokens are all
+        well-formed UTF-8 from a character boundary, their high bytes count as
+        loop bytes for the subtree closure.
     permissive : numpy.ndarray
         ``bool (S,)``: states that loop on at least :data:`PERMISSIVE_LOOP_BYTES`
         bytes or leave on at least :data:`PERMISSIVE_OUT_BYTES`; their masks are
@@ -169,6 +183,21 @@ class AutomatonView:
         loop_bytes = np.bitwise_count(self.loops).sum(axis=1)
         self.has_loop = loop_bytes > 0
         self.permissive = (loop_bytes >= PERMISSIVE_LOOP_BYTES) | (self.outdeg >= PERMISSIVE_OUT_BYTES)
+        # states that take every UTF-8 character back to themselves (inside a free string):
+        # their loop set gains the bytes 0x80-0xFF, valid only below nodes whose tokens are well-formed
+        self.utf8 = np.zeros(s, dtype=bool)
+        if self.trans is not None and self.has_loops:
+            trans = self.trans
+            lead = trans.take(np.flatnonzero(self.has_loop) * 256 + 0xC2)
+            cand = np.flatnonzero(self.has_loop)[lead >= 0]
+            cand = cand[trans.take(cand * 256 + 0xF4) >= 0]
+            if cand.size:
+                table = trans.reshape(s, 256)
+                for q in cand.tolist():
+                    if is_utf8_closed(q, table.__getitem__):
+                        self.utf8[q] = True
+                self.loops[self.utf8] |= HIGH_BYTES
+        self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops
 
     @classmethod
@@ -340,6 +369,15 @@ class TokenMaskBuilder:
         # word index and bit of every token, in byte-sorted order
         self._sorted_word = self._sorted_tokens >> 5
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
+        self._utf8_ok: np.ndarray | None = None
+
+    @property
+    def utf8_ok(self) -> np.ndarray:
+        """Per trie node: its path ends on a character boundary and every token below is well-formed UTF-8."""
+        ok = self._utf8_ok
+        if ok is None:
+            ok = self._utf8_ok = utf8_subtree_ok(self.trie)
+        return ok
 
     @property
     def nbytes(self) -> int:
@@ -407,6 +445,8 @@ class TokenMaskBuilder:
         trans = a.trans if a.trans is not None else _EMPTY
         has_loop, not_loop = a.has_loop, a.not_loop
         check_loops = a.has_loops
+        has_utf8, utf8 = a.has_utf8, a.utf8
+        utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
         seen_nodes: list[np.ndarray] = []
         seen_ends: list[np.ndarray] = []
         seen_owner: list[np.ndarray] = []
@@ -432,6 +472,11 @@ class TokenMaskBuilder:
                     any_out |= out[:, 2]
                     any_out |= out[:, 3]
                     closed = any_out == 0
+                    if has_utf8:
+                        # a high byte below the node: only whole characters, from a character boundary
+                        high = sub_bytes.take(cn, axis=0)
+                        high = (high[:, 2] | high[:, 3]) != 0
+                        closed &= ~(high & utf8.take(state.take(ci)) & ~utf8_ok.take(cn))
                     if np.count_nonzero(closed):
                         cc = ci[closed]
                         end[cc] = token_hi.take(cn[closed])

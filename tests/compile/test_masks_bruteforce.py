@@ -1,0 +1,138 @@
+"""Every state's mask against a brute-force run of every token's bytes through the automaton.
+
+Oracle: token ``t`` is allowed in state ``s`` iff stepping ``ByteDFA.transitions``
+over the bytes of ``t`` from ``s`` never meets a missing transition (stop tokens
+iff ``s`` accepts). It knows nothing of the token trie, the subtree and UTF-8
+shortcuts, the shared masks or the long-token recheck. The vocabularies mix
+short and long tokens (longer than the sharing depth), well-formed multi-byte
+characters, tokens that split a character and ill-formed bytes; the automata
+are large enough (over 256 states) for masks to be shared between states.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tokensieve import GrammarCompiler
+from tokensieve.vocab import TokenizerInfo
+
+EOS, SPECIAL = 0, 1
+
+REGEXES = [
+    # a free string (loops on ASCII, every character through a UTF-8 sub-automaton), then a counted one
+    r'\{"a": "([^"\\]|\\["\\n])*", "b": "[^"\\]{0,40}"\}',
+    # counted strings of any character, whitespace runs
+    r'"[^"]{2,70}"( {0,20}, {0,20}"[^"]{0,30}")*',
+    r'[a-zé€]{0,300}(x|"[^"\\]*")',
+    r'("[^"\\]*"|[0-9]{1,30}), {0,40}"[^"\\]{0,25}"',
+]
+
+SCHEMAS = [
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 40},
+            "note": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3},
+        },
+        "required": ["name", "note"],
+        "additionalProperties": False,
+    },
+    {
+        "type": "object",
+        "properties": {"q": {"type": "string", "minLength": 2, "maxLength": 90}, "n": {"type": "integer"}},
+        "required": ["q"],
+        "additionalProperties": False,
+    },
+]
+
+
+def _vocab(seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    vocab = [b"", b""] + [bytes([b]) for b in range(256)]
+    alphabet = ['a', 'b', 'x', 'é', '€', '😀', '"', '\\', ' ', ',', ':', '{', '}', '0', '7', 'n', '\u0416']
+    seen = set(vocab[2:])
+    while len(vocab) < 900:
+        n = rng.choice([2, 3, 4, 5, 8, 14, 17, 18, 24, 40])
+        word = "".join(rng.choice(alphabet) for _ in range(n)).encode("utf-8")
+        roll = rng.random()
+        if roll < 0.15 and len(word) > 2:
+            word = word[rng.randint(1, len(word) - 1) :]  # may start inside a character
+        elif roll < 0.3 and len(word) > 2:
+            word = word[: rng.randint(1, len(word) - 1)]  # may end inside a character
+        elif roll < 0.35:
+            word += rng.choice([b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\x80"])  # ill-formed
+        if word not in seen:
+            seen.add(word)
+            vocab.append(word)
+    vocab += [b" " * 17, b" " * 33, "é".encode() * 9, b"a" * 16 + "€".encode(), b'", "b": "' + b"x" * 12]
+    return vocab
+
+
+def _info(seed: int) -> TokenizerInfo:
+    vocab = _vocab(seed)
+    return TokenizerInfo(vocab, vocab_size=len(vocab) + 7, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+
+
+def _brute_force(compiled, info: TokenizerInfo) -> np.ndarray:
+    """``bool (S, vocab_size)``: every token's bytes run through the table from every state."""
+    table = compiled.dfa.transitions
+    n = table.shape[0]
+    out = np.zeros((n, info.vocab_size), dtype=bool)
+    special = set(info.special_token_ids)
+    every = np.arange(n)
+    for t, data in enumerate(info.decoded_vocab):
+        if t in special or not data:
+            continue
+        cur = every
+        for byte in data:
+            cur = np.where(cur >= 0, table[np.maximum(cur, 0), byte], -1)
+        out[:, t] = cur >= 0
+    accepting = np.asarray(compiled.dfa.accepting, dtype=bool)
+    for t in info.stop_token_ids:
+        out[:, t] = accepting
+    return out
+
+
+def _check_all_states(compiled, info: TokenizerInfo, seed: int) -> None:
+    expected = _brute_force(compiled, info)
+    order = list(range(compiled.num_states))
+    random.Random(seed).shuffle(order)  # representatives are not always met first
+    for s in order:
+        got = np.unpackbits(compiled.token_mask(s).view(np.uint8), bitorder="little")[: info.vocab_size]
+        bad = np.flatnonzero(got.astype(bool) != expected[s])
+        assert not bad.size, (s, [info.decoded_vocab[t] for t in bad[:5] if t < len(info.decoded_vocab)])
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("pattern", REGEXES)
+def test_regex_masks_match_brute_force(pattern: str, seed: int) -> None:
+    info = _info(seed)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(pattern)
+    _check_all_states(compiled, info, seed)
+
+
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+def test_schema_masks_match_brute_force(index: int) -> None:
+    info = _info(10 + index)
+    compiler = GrammarCompiler(info, precompute=False, cache_enabled=False)
+    compiled = compiler.compile_json_schema(SCHEMAS[index], strict=False)
+    assert compiled.num_states > 256  # the shared masks are exercised
+    _check_all_states(compiled, info, index)
+
+
+def test_precomputed_masks_match_brute_force() -> None:
+    info = _info(5)
+    compiled = GrammarCompiler(info, precompute=True, cache_enabled=False).compile_regex(REGEXES[0])
+    _check_all_states(compiled, info, 5)
+
+
+def test_utf8_closure_is_used() -> None:
+    """The free-string state of the first pattern takes multi-byte characters back to itself."""
+    info = _info(1)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[0])
+    state = compiled.step_bytes(compiled.start_state, b'{"a": "')
+    assert compiled.automaton.utf8[state]
