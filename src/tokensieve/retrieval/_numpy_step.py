@@ -1,27 +1,35 @@
 """The batched step on numpy arrays.
 
 Every function works on all rows at once with a fixed, small number of numpy
-calls; at 100-odd rows one call costs 0.3-1 µs, so the call count is the cost:
+calls; at 100-odd rows one call costs 0.3-1 µs, so the call count is the cost.
+Arrays that index a ``take`` are int64 wherever that is cheap (a ``take`` with
+any other index dtype first casts its indices, and a ufunc over two dtypes
+casts one operand), so tokens are widened to int64 once per gather and every
+per-token table is read with them directly:
 
 * dense levels: one gather of ``W`` packed words per row (filling), or one
   word, one child-table entry and a popcount per row (following a token);
 * sparse levels: a fixed-width gather of the level's maximum branching factor
   ``B`` from the CSR token array, laid out flat (``rows * B``) with cached
-  index patterns so that no call broadcasts; masks are built with one
-  ``np.add.at`` of disjoint bit values (a node's tokens are distinct, so adding
-  their bits equals or-ing them).
-
+  index patterns so that no call broadcasts; which slots lie inside their row
+  is one look-up of the row's child count in a ``(B + 1, B)`` table, and the
+  mask is one ``np.add.at`` of disjoint bit values (a node's tokens are
+  distinct, so adding their bits equals or-ing them);
+* mostly-single sparse levels (few nodes with more than one child, like the
+  level after the last "bushy" one of a semantic-ID catalog): when every row
+  of a batch has exactly one child, only that child is read, as on a unary
+  level; otherwise the batch takes the sparse path;
 * unary levels (every node has exactly one child, fixed-length catalogs):
   node ``n``'s only edge is ``n + offset``, so a fill gathers one token per
   row and writes one bit, and following it is a comparison and ``+ 1``.
 
-Filling a sparse level returns the gathered slice (:class:`Gathered`) so that
-following the chosen tokens on the same rows needs no second gather.
+Filling returns what it gathered (a :data:`Gathered` tuple) so that following
+the chosen tokens on the same rows needs no second gather.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,89 +43,104 @@ __all__ = [
     "allowed_bool",
     "apply_mask",
     "candidates",
+    "dense_rows",
     "fill_bitmask",
     "follow",
     "next_nodes",
 ]
 
 _NEG_INF = -np.inf
+_INT64 = np.dtype(np.int64)
 # 0-d arrays: numpy converts them faster than Python ints in ufunc calls.
-_FIVE = np.array(5, dtype=np.int64)
 _ONE = np.array(1, dtype=np.int64)
+
+#: What a fill gathered: ``(level, node bytes, kind, start, idx, tok, inside, plan)``.
+#: ``kind`` is one of the ``_DENSE``, ``_UNARY``, ``_SINGLE``, ``_SPARSE``
+#: constants; ``start`` is the dense row per row (dense), the edge per row
+#: (unary), the first edge per row (single, sparse); ``idx``, ``tok`` and
+#: ``inside`` are the flat slot arrays of a sparse gather (``tok`` also the
+#: token per row of unary and single gathers).
+Gathered = tuple[Any, ...]
+_DENSE, _UNARY, _SINGLE, _SPARSE = range(4)
 
 
 class SparsePlan:
-    """Everything one sparse level needs for a given row count, bound once.
+    """Everything one sparse (or unary) level needs for a given row count, bound once.
 
     Attributes
     ----------
     row, slot
-        ``rows * width`` row number and slot number of every flat position.
+        ``rows * width`` row number and slot number (int64) of every flat position.
     width
         The level's fixed slice width.
+    inside_table
+        ``(width + 1, width)`` bool: row ``c`` marks the first ``c`` slots
+        (the slots inside a node with ``c`` children).
+    single_first
+        Whether a fill first tries the one-child-per-row path (few nodes of
+        the level have more than one child).
     """
 
-    __slots__ = ("_offsets", "bit_value", "edge_token", "row", "row_end", "row_ptr", "rows", "slot", "width")
+    __slots__ = (
+        "_offsets",
+        "bit_value",
+        "edge_token",
+        "inside_table",
+        "row",
+        "row_end",
+        "row_ptr",
+        "rows",
+        "single_first",
+        "slot",
+        "width",
+        "word_of",
+    )
 
     def __init__(self, ix: StaticIndex, rows: int, level: int) -> None:
         width = ix._level_width[level]
         self.rows = rows
         self.width = width
         self.row = np.repeat(np.arange(rows, dtype=np.int64), width)
-        # Same dtype as the row offsets, so that adding them needs no cast.
-        self.slot = np.tile(np.arange(width, dtype=ix.row_ptr.dtype), rows)
+        self.slot = np.tile(np.arange(width, dtype=np.int64), rows)
+        self.inside_table = np.arange(width)[None, :] < np.arange(width + 1)[:, None]
         self.row_ptr = ix.row_ptr
         self.row_end = ix._row_end
         self.edge_token = ix.edge_token
         self.bit_value = ix._bit_value
-        self._offsets: dict[int, np.ndarray] = {}
+        self.word_of = ix._word_of_token
+        # Worth trying when a batch of this many rows is all one-child rows at
+        # least about half of the time.
+        self.single_first = width > 1 and ix._multi_child_fraction(level) * rows < 0.5
+        self._offsets: dict[tuple[int, int], np.ndarray] = {}
 
-    def offsets(self, words: int) -> np.ndarray:
-        """``row * words`` for every flat position (first word of the row)."""
-        off = self._offsets.get(words)
+    def offsets(self, words: int, width: int | None = None) -> np.ndarray:
+        """``row * words`` for every flat position (``width`` slots per row; default the level's)."""
+        key = (words, self.width if width is None else width)
+        off = self._offsets.get(key)
         if off is None:
-            off = self.row * words
-            self._offsets[words] = off
+            off = np.repeat(np.arange(self.rows, dtype=np.int64) * words, key[1])
+            self._offsets[key] = off
         return off
 
-    def gather(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``start`` per row; flat ``idx`` (edge ids), ``tok`` (edge_token's dtype) and ``inside`` per slot."""
-        start = self.row_ptr.take(nodes)
+    def gather(
+        self, nodes: np.ndarray, start: np.ndarray | None = None, end: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``start`` per row (int64); flat ``idx`` (edge ids, int64), ``tok`` (int64) and ``inside`` per slot.
+
+        ``start`` and ``end`` may pass the rows' CSR bounds when already read.
+        """
+        if start is None or end is None:
+            start = self.row_ptr.take(nodes)
+            end = self.row_end.take(nodes)
+        count = end - start
+        if start.dtype is not _INT64:
+            start = start.astype(np.int64)
+            count = count.astype(np.int64)
         idx = start.take(self.row)
         idx += self.slot
-        tok = self.edge_token.take(idx)
-        inside = idx < self.row_end.take(nodes).take(self.row)
+        tok = self.edge_token.take(idx).astype(np.int64)
+        inside = self.inside_table.take(count, axis=0).reshape(-1)
         return start, idx, tok, inside
-
-
-class Gathered:
-    """What one fill gathered for some rows, reusable by :func:`next_nodes`."""
-
-    __slots__ = ("idx", "inside", "level", "nodes", "start", "tok")
-
-    def __init__(
-        self,
-        nodes: np.ndarray,
-        level: int,
-        start: np.ndarray,
-        tok: np.ndarray | None,
-        inside: np.ndarray | None,
-        idx: np.ndarray | None = None,
-    ) -> None:
-        self.nodes = nodes.copy()
-        self.level = level
-        self.start = start
-        self.tok = tok
-        self.inside = inside
-        self.idx = idx
-
-    def matches(self, nodes: np.ndarray, level: int) -> bool:
-        """Whether this was gathered for these node ids (by value) at this level."""
-        return (
-            level == self.level
-            and nodes.shape == self.nodes.shape
-            and not np.count_nonzero(nodes != self.nodes)
-        )
 
 
 def _alive(ix: StaticIndex, idx: np.ndarray, filt: ItemFilter) -> np.ndarray:
@@ -132,19 +155,19 @@ def candidates(
     """The level's fixed-width CSR slice for every row, as ``(rows, B)`` arrays.
 
     Returns ``start`` (first edge of each row), ``idx`` (edge ids), ``tok``
-    (their tokens) and ``valid`` (slot inside the row and, with a filter,
-    leading to an allowed item). The child of edge ``e`` is node ``e + 1``.
+    (their tokens, int64) and ``valid`` (slot inside the row and, with a
+    filter, leading to an allowed item). The child of edge ``e`` is node ``e + 1``.
     """
     plan = ix._plan(len(nodes), level)
     start, idx, tok, valid = plan.gather(nodes)
-    tok = tok.astype(np.int64)
     if filt is not None:
-        valid &= _alive(ix, idx, filt)
+        valid = valid & _alive(ix, idx, filt)
     shape = (len(nodes), plan.width)
     return start, idx.reshape(shape), tok.reshape(shape), valid.reshape(shape)
 
 
-def _dense_rows(ix: StaticIndex, nodes: np.ndarray, level: int) -> np.ndarray:
+def dense_rows(ix: StaticIndex, nodes: np.ndarray, level: int) -> np.ndarray:
+    """Row numbers in the level's dense tables (the END node: the extra last row)."""
     lo, _, count = ix._level_bounds[level]
     local = nodes - lo
     if ix._end is not None and level > 0:
@@ -152,66 +175,83 @@ def _dense_rows(ix: StaticIndex, nodes: np.ndarray, level: int) -> np.ndarray:
     return local
 
 
-def fill_bitmask(
-    ix: StaticIndex, nodes: np.ndarray, level: int, bitmask: np.ndarray, filt: ItemFilter | None
-) -> Gathered:
-    """Write one mask row per node into ``bitmask`` (int32, rows x >= W words)."""
-    rows, words = bitmask.shape
-    if level < ix._dense_depth:
-        table = ix._dense_mask[level] if filt is None else filt.dense_mask[level]
-        local = _dense_rows(ix, nodes, level)
-        if words == ix._words and bitmask.flags.c_contiguous:
-            np.take(table, local, axis=0, out=bitmask)
-        else:
-            bitmask[:, : ix._words] = table.take(local, axis=0)
-            bitmask[:, ix._words :] = 0
-        return Gathered(nodes, level, local, None, None)
-    plan = ix._plan(rows, level)
-    off = ix._unary_offset[level]
-    if off is not None:
-        return _fill_unary(ix, nodes, level, bitmask, filt, plan, off)
-    start, idx, tok, inside = plan.gather(nodes)
-    valid = inside if filt is None else inside & _alive(ix, idx, filt)
-    bits = plan.bit_value.take(tok)
-    bits *= valid
-    flat = tok >> _FIVE
-    flat += plan.offsets(words)
+def _scatter(bitmask: np.ndarray, flat: np.ndarray, bits: np.ndarray, accumulate: bool) -> None:
+    """Zero ``bitmask`` and add (or, with distinct ``flat``, write) ``bits`` at flat word ``flat``."""
     if bitmask.flags.c_contiguous:
         bitmask.fill(0)
-        np.add.at(bitmask.view(np.uint32).reshape(-1), flat, bits)
+        target = bitmask.view(np.uint32).reshape(-1)
     else:
-        tmp = np.zeros(rows * words, dtype=np.uint32)
-        np.add.at(tmp, flat, bits)
-        bitmask[...] = tmp.view(np.int32).reshape(rows, words)
-    return Gathered(nodes, level, start, tok, inside, idx)
+        target = np.zeros(bitmask.size, dtype=np.uint32)
+    if accumulate:
+        np.add.at(target, flat, bits)
+    else:
+        target[flat] = bits
+    if not bitmask.flags.c_contiguous:
+        bitmask[...] = target.view(np.int32).reshape(bitmask.shape)
 
 
-def _fill_unary(
+def fill_bitmask(
     ix: StaticIndex,
     nodes: np.ndarray,
     level: int,
     bitmask: np.ndarray,
     filt: ItemFilter | None,
-    plan: SparsePlan,
-    off: np.ndarray,
+    local: np.ndarray | None = None,
+    key: bytes | None = None,
 ) -> Gathered:
-    """:func:`fill_bitmask` on a unary level: node ``n``'s only edge is ``n + off``."""
+    """Write one mask row per node into ``bitmask`` (int32, rows x >= W words).
+
+    ``local`` may pass ``nodes - level_start[level]`` (int64, a fresh array the
+    fill may modify), already computed by the caller's range check; ``key``
+    (the node ids' bytes) is stored in the returned :data:`Gathered`.
+    """
     rows, words = bitmask.shape
-    idx = nodes + off
-    tok = ix.edge_token.take(idx)
+    if level < ix._dense_depth:
+        table = ix._dense_mask[level] if filt is None else filt.dense_mask[level]
+        if local is None:
+            local = dense_rows(ix, nodes, level)
+        elif ix._end is not None and level > 0:
+            np.minimum(local, ix._level_bounds[level][2], out=local)
+        if words == ix._words and bitmask.flags.c_contiguous:
+            table.take(local, axis=0, out=bitmask)
+        else:
+            bitmask[:, : ix._words] = table.take(local, axis=0)
+            bitmask[:, ix._words :] = 0
+        return (level, key, _DENSE, local, None, None, None, None)
+    plan = ix._plans.get((rows, level)) or ix._plan(rows, level)
+    off = ix._unary_offset[level]
+    if off is not None:
+        idx = nodes + off
+        tok = ix.edge_token.take(idx).astype(np.int64)
+        bits = plan.bit_value.take(tok)
+        if filt is not None:
+            bits *= _alive(ix, idx, filt)
+        flat = plan.word_of.take(tok)
+        flat += plan.offsets(words)
+        _scatter(bitmask, flat, bits, False)  # one bit per row: no accumulation needed
+        return (level, key, _UNARY, idx, None, tok, None, plan)
+    start = plan.row_ptr.take(nodes)
+    end = plan.row_end.take(nodes)
+    if plan.single_first:
+        first = start + _ONE  # int64: the first child, and the edge after the first
+        if not np.count_nonzero(end != first):  # every row has exactly one child
+            first -= _ONE
+            tok = plan.edge_token.take(first).astype(np.int64)
+            bits = plan.bit_value.take(tok)
+            if filt is not None:
+                bits *= _alive(ix, first, filt)
+            flat = plan.word_of.take(tok)
+            flat += plan.offsets(words, 1)
+            _scatter(bitmask, flat, bits, False)
+            return (level, key, _SINGLE, first, None, tok, None, plan)
+    start, idx, tok, inside = plan.gather(nodes, start, end)
+    valid = inside if filt is None else inside & _alive(ix, idx, filt)
     bits = plan.bit_value.take(tok)
-    if filt is not None:
-        bits *= _alive(ix, idx, filt)
-    flat = tok >> _FIVE
+    bits *= valid
+    flat = plan.word_of.take(tok)
     flat += plan.offsets(words)
-    if bitmask.flags.c_contiguous:
-        bitmask.fill(0)
-        bitmask.view(np.uint32).put(flat, bits)  # one bit per row: no accumulation needed
-    else:
-        tmp = np.zeros(rows * words, dtype=np.uint32)
-        tmp.put(flat, bits)
-        bitmask[...] = tmp.view(np.int32).reshape(rows, words)
-    return Gathered(nodes, level, idx, tok, None)
+    _scatter(bitmask, flat, bits, True)
+    return (level, key, _SPARSE, start, idx, tok, inside, plan)
 
 
 def allowed_bool(ix: StaticIndex, nodes: np.ndarray, level: int, filt: ItemFilter | None) -> np.ndarray:
@@ -253,35 +293,22 @@ def apply_mask(
 def _follow_dense(
     ix: StaticIndex, nodes: np.ndarray, tokens: np.ndarray, level: int, local: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Dense-level children and a "present" word per row (nonzero iff the token is a child)."""
+    """Dense-level children and a "present" word per row (nonzero iff the token is a child).
+
+    ``tokens`` must lie in ``[0, num_columns)``; ``local`` is :func:`dense_rows` when known.
+    """
     if level == 0:
         nxt = ix._root_child.take(tokens)
         return nxt, nxt
-    words = ix._words_0d
-    pos = _dense_rows(ix, nodes, level) if local is None else local * words
-    if local is None:
-        pos *= words
-    pos += tokens >> _FIVE
+    pos = dense_rows(ix, nodes, level) if local is None else local
+    pos = pos * ix._words_0d
+    pos += ix._word_of_token.take(tokens)
     word = ix._dense_mask_u32[level].take(pos)
     present = word & ix._bit_value.take(tokens)
     word &= ix._low_bits_of_token.take(tokens)
     nxt = ix._dense_child_flat[level].take(pos).astype(np.int64)
     nxt += np.bitwise_count(word)
     return nxt, present
-
-
-def _sparse_hits(
-    ix: StaticIndex, nodes: np.ndarray, tokens: np.ndarray, level: int, gathered: Gathered | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``start`` per row, flat edge ids, and flat "slot holds the row's token" flags (inside the row only)."""
-    plan = ix._plan(len(nodes), level)
-    if gathered is None or gathered.tok is None or gathered.inside is None or gathered.idx is None:
-        start, idx, tok, inside = plan.gather(nodes)
-    else:
-        start, idx, tok, inside = gathered.start, gathered.idx, gathered.tok, gathered.inside
-    hit = tok == tokens.take(plan.row)
-    hit &= inside
-    return start, idx, hit
 
 
 def follow(
@@ -296,11 +323,14 @@ def follow(
         nxt, present = _follow_dense(ix, nodes, tokens, level)
         found = present != 0
     else:
-        start, _, hit = _sparse_hits(ix, nodes, tokens, level, None)
-        hit = hit.reshape(len(nodes), ix._level_width[level])
+        plan = ix._plan(len(nodes), level)
+        start, _, tok, inside = plan.gather(nodes)
+        hit = tok == tokens.take(plan.row)
+        hit &= inside
+        hit = hit.reshape(len(nodes), plan.width)
         found = hit.any(axis=1)
         nxt = start + hit.argmax(axis=1)
-        nxt += 1
+        nxt += _ONE
     if ix._end is not None:
         np.copyto(nxt, ix._end, where=tokens == ix._eos)
     return nxt, found
@@ -314,36 +344,57 @@ def next_nodes(
     check: bool,
     gathered: Gathered | None = None,
 ) -> np.ndarray:
-    """Children reached by ``tokens``; with ``check``, raise on tokens that are not children.
+    """Children reached by ``tokens`` (int64); with ``check``, raise on tokens that are not children.
 
-    ``gathered`` (from :func:`fill_bitmask` on the same rows) saves the gather.
+    ``gathered`` (from :func:`fill_bitmask` on the same rows and level) saves the gather.
     """
     rows = len(nodes)
-    if level < ix._dense_depth:
-        local = None if gathered is None else gathered.start
-        nxt, present = _follow_dense(ix, nodes, tokens, level, local)
-        ok = np.count_nonzero(present) == rows
-    elif ix._unary_offset[level] is not None:
-        if gathered is not None and gathered.tok is not None:
-            idx, tok = gathered.start, gathered.tok
-        else:
+    if gathered is None:
+        if level < ix._dense_depth:
+            nxt, present = _follow_dense(ix, nodes, tokens, level)
+            ok = np.count_nonzero(present) == rows
+        elif ix._unary_offset[level] is not None:
             idx = nodes + ix._unary_offset[level]
-            tok = ix.edge_token.take(idx)
-        ok = np.count_nonzero(tok == tokens) == rows
-        nxt = idx + _ONE
-    else:
-        start, idx, hit = _sparse_hits(ix, nodes, tokens, level, gathered)
-        # at most one hit per row (a node's tokens are distinct), in row order
-        pos = hit.nonzero()[0]  # hit is 1-D
-        ok = pos.size == rows
-        if ok:
-            nxt = idx.take(pos) + _ONE  # int64 (a 0-d int64 operand sets the result type)
+            ok = np.count_nonzero(ix.edge_token.take(idx) == tokens) == rows
+            nxt = idx + _ONE
         else:
-            nxt = start + hit.reshape(rows, ix._level_width[level]).argmax(axis=1)
-            nxt += _ONE
+            nxt, ok = _next_sparse(ix._plan(rows, level), tokens, *ix._plan(rows, level).gather(nodes))
+    else:
+        kind = gathered[2]
+        if kind == _DENSE:
+            nxt, present = _follow_dense(ix, nodes, tokens, level, gathered[3])
+            ok = np.count_nonzero(present) == rows
+        elif kind == _SPARSE:
+            _, _, _, start, idx, tok, inside, plan = gathered
+            nxt, ok = _next_sparse(plan, tokens, start, idx, tok, inside)
+        else:  # unary or single: one edge per row
+            ok = np.count_nonzero(gathered[5] == tokens) == rows
+            nxt = gathered[3] + _ONE
     if ix._end is not None:
         np.copyto(nxt, ix._end, where=tokens == ix._eos)
     if check and not ok:
         _, found = follow(ix, nodes, tokens, level)
         ix._raise_not_child(nodes, tokens, level, found)
     return nxt
+
+
+def _next_sparse(
+    plan: SparsePlan,
+    tokens: np.ndarray,
+    start: np.ndarray,
+    idx: np.ndarray,
+    tok: np.ndarray,
+    inside: np.ndarray,
+) -> tuple[np.ndarray, bool]:
+    """Children reached by ``tokens`` from a sparse gather, and whether every row found its token."""
+    hit = tok == tokens.take(plan.row)
+    hit &= inside
+    # at most one hit per row (a node's tokens are distinct), in row order
+    pos = hit.nonzero()[0]  # hit is 1-D
+    if pos.size == plan.rows:
+        nxt = idx.take(pos)
+        nxt += _ONE
+        return nxt, True
+    nxt = start + hit.reshape(plan.rows, plan.width).argmax(axis=1)
+    nxt += _ONE
+    return nxt, False

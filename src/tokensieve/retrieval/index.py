@@ -132,6 +132,9 @@ class StaticIndex:
         cols = np.arange(self._num_columns, dtype=np.uint32)
         self._bit_value = np.left_shift(np.uint32(1), cols & np.uint32(31))
         self._low_bits_of_token = self._bit_value - np.uint32(1)
+        # int64 word index of each column: per-token tables are read with int64
+        # tokens (a ``take`` with any other index dtype casts its indices first).
+        self._word_of_token = (cols >> np.uint32(5)).astype(np.int64)
         self._root_child = np.zeros(self._num_columns, dtype=np.int64)
         root_tokens = self.edge_token[: int(self.row_ptr[1])].astype(np.int64)
         self._root_child[root_tokens] = np.arange(1, root_tokens.size + 1)
@@ -151,6 +154,7 @@ class StaticIndex:
             self._unary_offset.append(np.array(int(self.row_ptr[lo]) - lo, dtype=np.int64) if unary else None)
         self._plans: dict[tuple[int, int], nps.SparsePlan] = {}
         self._row_indices: dict[int, np.ndarray] = {}
+        self._multi_child: dict[int, float] = {}
         self._ranges: np.ndarray | None = None
         self._torch: dict[str, Any] = {}
         # The slice gathered by the last checked fill_bitmask of this thread,
@@ -323,6 +327,7 @@ class StaticIndex:
                 + self.level_width.nbytes
                 + self._bit_value.nbytes
                 + self._low_bits_of_token.nbytes
+                + self._word_of_token.nbytes
                 + self._root_child.nbytes
             ),
             "filter_support": 0 if self._ranges is None else int(self._ranges.nbytes),
@@ -387,7 +392,15 @@ class StaticIndex:
             tst.fill_bitmask(self, nodes, level, bitmask, filt, check)
             return bitmask
         if check:
-            nodes = self._check_nodes(nodes, level)
+            if type(level) is not int or not 0 <= level < self._num_levels:
+                level = self._check_level(level)
+            if type(nodes) is not np.ndarray or nodes.dtype is not _INT64 or nodes.ndim != 1:
+                nodes = self._check_nodes(nodes, level)
+            # The range check's ``nodes - level_start`` is the dense levels' row number.
+            lo, count, _ = self._level_bounds[level]
+            local = nodes - lo
+            if np.count_nonzero(local.view(_UINT64) >= count):
+                self._raise_bad_nodes(nodes, level)
             if (
                 type(bitmask) is not np.ndarray
                 or bitmask.dtype is not _INT32
@@ -396,7 +409,7 @@ class StaticIndex:
                 or bitmask.shape[1] < self._words
             ):
                 self._check_bitmask(bitmask, len(nodes))
-            self._last.gathered = nps.fill_bitmask(self, nodes, level, bitmask, filt)
+            self._last.gathered = nps.fill_bitmask(self, nodes, level, bitmask, filt, local, nodes.tobytes())
         else:
             nps.fill_bitmask(self, nodes, level, bitmask, filt)
         return bitmask
@@ -442,17 +455,27 @@ class StaticIndex:
             gathered = getattr(self._last, "gathered", None)
             if (
                 gathered is not None
+                and gathered[0] == level
                 and type(nodes) is np.ndarray
-                and type(level) is int
-                and gathered.matches(nodes, level)
+                and nodes.dtype is _INT64
+                and nodes.ndim == 1
+                and gathered[1] == nodes.tobytes()
             ):
                 self._last.gathered = None
             else:
                 gathered = None
                 nodes = self._check_nodes(nodes, level)
+                level = int(level)
             # Sparse levels need no range check: an out-of-range token matches
             # no child, so it is reported as not allowed (with its range).
-            tokens = self._check_tokens(tokens, len(nodes), values=level < self._dense_depth)
+            dense = level < self._dense_depth
+            if (
+                type(tokens) is not np.ndarray
+                or tokens.dtype is not _INT64
+                or tokens.shape != nodes.shape
+                or (dense and np.count_nonzero(tokens.view(_UINT64) >= self._num_columns_u64))
+            ):
+                tokens = self._check_tokens(tokens, len(nodes), values=dense)
         return nps.next_nodes(self, nodes, tokens, level, check, gathered)
 
     def apply_mask_(
@@ -807,6 +830,16 @@ class StaticIndex:
             plan = nps.SparsePlan(self, rows, level)
             self._plans[(rows, level)] = plan
         return plan
+
+    def _multi_child_fraction(self, level: int) -> float:
+        """Fraction of the level's nodes with more than one child (cached)."""
+        got = self._multi_child.get(level)
+        if got is None:
+            lo, hi = self._level_start[level], self._level_start[level + 1]
+            counts = np.diff(self.row_ptr[lo : hi + 1])
+            got = float(np.count_nonzero(counts > 1)) / max(hi - lo, 1)
+            self._multi_child[level] = got
+        return got
 
     def _row_index(self, rows: int) -> np.ndarray:
         idx = self._row_indices.get(rows)
