@@ -10,6 +10,7 @@ small and as a frozenset otherwise.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +26,46 @@ Row = list[tuple[int, int]]
 
 # NFAs with at most this many byte nodes use integer bit sets for DFA states.
 _DENSE_MAX = 2048
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit mixing function (the finaliser of SplitMix64), elementwise and wrapping."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * _M1
+    x = x ^ (x >> np.uint64(27))
+    x = x * _M2
+    return x ^ (x >> np.uint64(31))
+
+
+def _spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``ptr[x] .. ptr[x + 1] - 1`` for each ``x`` of ``xs``, concatenated, and their counts."""
+    lo = ptr[xs]
+    counts = ptr[xs + 1] - lo
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), counts
+    ends = np.cumsum(counts)
+    idx = np.arange(total, dtype=np.int64) + np.repeat(lo - ends + counts, counts)
+    return idx, counts
+
+
+def _unique(a: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of ``a`` (a sort; ``np.unique`` may hash, which is slower here)."""
+    a = np.sort(a)
+    if len(a) > 1:
+        a = a[np.r_[True, a[1:] != a[:-1]]]
+    return a
+
+
+def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Wrapping ``uint64`` sums of consecutive segments of ``values`` of the given lengths."""
+    cs = np.zeros(len(values) + 1, dtype=np.uint64)
+    np.cumsum(values, out=cs[1:])
+    ends = np.cumsum(counts)
+    return cs[ends] - cs[ends - counts]
 
 
 class ClassDFA:
@@ -182,14 +223,93 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
 
     work = _Work(limits.max_compile_work)
     closure = _closure_fn(nfa, pidx, num_pos, work)
-    start = closure(nfa.start)
-    follows = [closure(out[node]) for node in positions]
     num_classes = len(cuts) - 1
     if num_pos <= _DENSE_MAX:
-        out = _subsets_dense(start, follows, pos_classes, num_classes, limits, work)
-    else:
-        out = _subsets_sparse(start, follows, pos_classes, limits, work)
-    return ClassDFA(*out, class_of_byte)
+        start = closure(nfa.start)
+        follows = [closure(out[node]) for node in positions]
+        res = _subsets_dense(start, follows, pos_classes, num_classes, limits, work)
+        return ClassDFA(*res, class_of_byte)
+    targets = np.array([nfa.start] + [out[node] for node in positions], dtype=np.int64)
+    c_ptr, c_ptr_cls = _csr(pos_classes)
+    cl_ptr, cl_flat = _closures(nfa, targets, np.array(pidx, dtype=np.int64), num_pos, closure, work)
+    try:
+        arrays = _subsets_arrays(cl_ptr, cl_flat, c_ptr, c_ptr_cls, num_pos, num_classes, limits, work)
+    except _Collision:  # two subsets hashed alike: exact sets in plain Python
+        flat = cl_flat.tolist()
+        bounds = cl_ptr.tolist()
+        sets = [flat[bounds[i] : bounds[i + 1]] for i in range(len(targets))]
+        res = _subsets_sparse(sets[0], sets[1:], pos_classes, limits, _Work(limits.max_compile_work))
+        return ClassDFA(*res, class_of_byte)
+    return ClassDFA(*arrays, class_of_byte)
+
+
+#: Epsilon paths longer than this are followed by the per-node search.
+_DEEP = 256
+
+
+def _closures(
+    nfa: ByteNFA,
+    targets: np.ndarray,
+    pidx: np.ndarray,
+    accept_pos: int,
+    closure: Callable[[int], list[int]],
+    work: _Work,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The epsilon closures of ``targets`` as ``(ptr, positions)``, all at once.
+
+    A breadth-first search over ``(target, node)`` pairs, one step of every
+    search per round; a sorted array of the pairs seen so far stops the
+    cycles. Searches still running after :data:`_DEEP` rounds are finished by
+    ``closure`` (the per-node search).
+    """
+    n = nfa.num_nodes
+    is_byte = np.fromiter((r is not None for r in nfa.ranges), dtype=bool, count=n)
+    eps_ptr, eps_to = _csr([e if e is not None else () for e in nfa.eps])
+    src = np.arange(len(targets), dtype=np.int64)
+    node = targets
+    seen = np.sort(src * n + node)
+    out_src: list[np.ndarray] = []
+    out_pos: list[np.ndarray] = []
+    visited = len(seen)
+    rounds = 0
+    while len(src):
+        rounds += 1
+        if rounds > _DEEP:
+            break
+        byte = is_byte[node]
+        out_src.append(src[byte])
+        out_pos.append(pidx[node[byte]])
+        hit = node == nfa.accept
+        if hit.any():
+            out_src.append(src[hit])
+            out_pos.append(np.full(int(hit.sum()), accept_pos, dtype=np.int64))
+        eps = ~byte
+        idx, cnt = _spans(eps_ptr, node[eps])
+        keys = _unique(np.repeat(src[eps] * n, cnt) + eps_to[idx])
+        if len(keys) and len(seen):
+            at = np.minimum(np.searchsorted(seen, keys), len(seen) - 1)
+            keys = keys[seen[at] != keys]
+        visited += len(keys)
+        work.add(len(keys))
+        seen = np.sort(np.concatenate([seen, keys]), kind="stable")
+        src = keys // n
+        node = keys - src * n
+    deep = _unique(src)
+    if len(deep):  # long epsilon paths: redo those searches one by one
+        keep_src = np.concatenate(out_src)
+        keep_pos = np.concatenate(out_pos)
+        keep = ~np.isin(keep_src, deep)
+        out_src, out_pos = [keep_src[keep]], [keep_pos[keep]]
+        targets_l = targets.tolist()
+        for i in deep.tolist():
+            got = closure(targets_l[i])
+            out_src.append(np.full(len(got), i, dtype=np.int64))
+            out_pos.append(np.array(got, dtype=np.int64))
+    all_src = np.concatenate(out_src)
+    all_pos = np.concatenate(out_pos)
+    order = np.lexsort((all_pos, all_src))
+    ptr = np.searchsorted(all_src[order], np.arange(len(targets) + 1))
+    return ptr, all_pos[order]
 
 
 def _too_many(limits: Limits) -> LimitExceeded:
@@ -337,3 +457,154 @@ def _subsets_sparse(
         lengths.append(len(buckets))
         work.add(steps)
     return lengths, classes, targets, [num_pos in s for s in states]
+
+
+class _Collision(Exception):
+    """Two different subsets hashed alike."""
+
+
+_SALT = np.uint64(0x2545F4914F6CDD1D)
+
+
+def _csr(lists: list[list[int]] | list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(ptr, flat)``: the lists concatenated, list ``i`` at ``flat[ptr[i]:ptr[i + 1]]``."""
+    lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(ptr[-1]))
+    return ptr, flat
+
+
+def _same_segments(
+    a_vals: np.ndarray,
+    a_ptr: np.ndarray,
+    a_segs: np.ndarray,
+    b_vals: np.ndarray,
+    b_ptr: np.ndarray,
+    b_segs: np.ndarray,
+) -> bool:
+    """Whether segment ``a_segs[i]`` of ``a_vals`` equals segment ``b_segs[i]`` of ``b_vals`` for every ``i``."""
+    if not len(a_segs):
+        return True
+    if not np.array_equal(a_ptr[a_segs + 1] - a_ptr[a_segs], b_ptr[b_segs + 1] - b_ptr[b_segs]):
+        return False
+    ia, _ = _spans(a_ptr, a_segs)
+    ib, _ = _spans(b_ptr, b_segs)
+    return bool(np.array_equal(a_vals[ia], b_vals[ib]))
+
+
+def _subsets_arrays(
+    cl_ptr: np.ndarray,
+    cl_pos: np.ndarray,
+    c_ptr: np.ndarray,
+    c_cls: np.ndarray,
+    num_pos: int,
+    num_classes: int,
+    limits: Limits,
+    work: _Work,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Subset construction one breadth-first level at a time, on arrays.
+
+    A level's states are expanded to ``(state, class, follow position)``
+    triples, sorted and deduplicated; each ``(state, class)`` run is a target
+    subset, hashed to 64 bits. Subsets with equal hashes are compared element
+    by element (a mismatch raises :class:`_Collision`), so the automaton is
+    exactly the one of the list-based construction, with the empty target
+    subsets (dead ends) left out. Returns ``(lengths, classes, targets,
+    accepting)`` as arrays. ``cl_ptr``/``cl_pos``: the start subset, then the
+    follow set of each position (sorted); ``c_ptr``/``c_cls``: the classes of
+    each position.
+    """
+    width = num_pos + 1  # position num_pos marks acceptance
+    f_ptr, f_pos = cl_ptr[1:] - cl_ptr[1], cl_pos[cl_ptr[1] :]
+    mixed = _mix(np.arange(width, dtype=np.uint64) + _SALT)
+    max_states = limits.max_dfa_states
+    # the subsets found so far, state by state: pool[ptr[s]:ptr[s + 1]] (sorted)
+    s0 = cl_pos[: cl_ptr[1]]
+    pool = np.empty(max(1024, 2 * len(s0)), dtype=np.int64)
+    pool[: len(s0)] = s0
+    ptr = np.zeros(1024, dtype=np.int64)
+    ptr[1] = len(s0)
+    accepting = [bool(len(s0)) and int(s0[-1]) == num_pos]
+    s0_len = np.array([len(s0)], dtype=np.int64)
+    ids = {int((_segment_sums(mixed[s0], s0_len) + _mix(s0_len.astype(np.uint64)))[0]): 0}
+    count = 1
+    lengths: list[np.ndarray] = []
+    classes: list[np.ndarray] = []
+    targets: list[np.ndarray] = []
+    lo, hi = 0, 1
+    while lo < hi:
+        idx, cnt = _spans(ptr, np.arange(lo, hi, dtype=np.int64))
+        sp = pool[idx]
+        owner = np.repeat(np.arange(hi - lo, dtype=np.int64), cnt)
+        keep = sp < num_pos
+        sp, owner = sp[keep], owner[keep]
+        ci, ccnt = _spans(c_ptr, sp)
+        sc = np.repeat(owner * num_classes, ccnt) + c_cls[ci]
+        fi, fcnt = _spans(f_ptr, np.repeat(sp, ccnt))
+        work.add(len(fi) + len(sp))
+        key = _unique(np.repeat(sc * width, fcnt) + f_pos[fi])
+        if not len(key):  # no transitions at all
+            lengths.append(np.zeros(hi - lo, dtype=np.int64))
+            lo, hi = hi, count
+            continue
+        sc = key // width
+        f = key - sc * width
+        heads = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
+        seg_ptr = np.r_[heads, len(key)]
+        seg_len = np.diff(seg_ptr)
+        seg_sc = sc[heads]
+        h = _segment_sums(mixed[f], seg_len) + _mix(seg_len.astype(np.uint64))
+        uh, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        rep = first[inverse]
+        other = np.flatnonzero(rep != np.arange(len(rep)))
+        if not _same_segments(f, seg_ptr, other, f, seg_ptr, rep[other]):
+            raise _Collision
+        # look the distinct subsets up
+        tid = np.empty(len(uh), dtype=np.int64)
+        fresh: list[int] = []
+        found: list[int] = []
+        for i, hv in enumerate(uh.tolist()):
+            j = ids.get(hv)
+            if j is None:
+                j = ids[hv] = count + len(fresh)
+                fresh.append(i)
+            else:
+                found.append(i)
+            tid[i] = j
+        if found:
+            fa = np.array(found, dtype=np.int64)
+            if not _same_segments(f, seg_ptr, first[fa], pool, ptr, tid[fa]):
+                raise _Collision
+        if fresh:
+            n_new = len(fresh)
+            if count + n_new > max_states:
+                raise _too_many(limits)
+            segs = first[np.array(fresh, dtype=np.int64)]
+            new_idx, new_len = _spans(seg_ptr, segs)
+            vals = f[new_idx]
+            used = int(ptr[count])
+            need = used + len(vals)
+            if need > len(pool):
+                pool = np.concatenate([pool, np.empty(max(need, 2 * len(pool)) - len(pool), dtype=np.int64)])
+            pool[used:need] = vals
+            if count + n_new + 1 > len(ptr):
+                ptr = np.concatenate(
+                    [ptr, np.zeros(max(count + n_new + 1, 2 * len(ptr)) - len(ptr), dtype=np.int64)]
+                )
+            np.cumsum(new_len, out=ptr[count + 1 : count + n_new + 1])
+            ptr[count + 1 : count + n_new + 1] += used
+            accepting.extend((f[seg_ptr[segs + 1] - 1] == num_pos).tolist())
+            count += n_new
+        state = seg_sc // num_classes
+        lengths.append(np.bincount(state, minlength=hi - lo))
+        classes.append(seg_sc - state * num_classes)
+        targets.append(tid[inverse])
+        lo, hi = hi, count
+    return (
+        np.concatenate(lengths),
+        np.concatenate(classes),
+        np.concatenate(targets),
+        np.array(accepting, dtype=bool),
+    )

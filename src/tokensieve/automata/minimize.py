@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .determinize import Row
+from .determinize import Row, _mix, _segment_sums, _spans, _unique
 
 __all__ = ["trim", "minimize"]
 
@@ -215,41 +215,12 @@ def _refine(rows: list[Row], blocks: list[set[int]], block_of: list[int]) -> Non
 #: code above; numpy's per-call overhead only pays off beyond.
 SMALL_EDGES = 4096
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
 _ACC = np.uint64(0x9E3779B97F4A7C15)
 # a transition's key: the target's class shifted left by this, or'ed with the byte class
 _SHIFT = np.uint64(9)
 _CORE = np.int64(1) << 40  # target class of "some state on or before a cycle"
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """A 64-bit mixing function (the finaliser of SplitMix64), elementwise and wrapping."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
-
-
-def _spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``ptr[x] .. ptr[x + 1] - 1`` for each ``x`` of ``xs``, concatenated, and their counts."""
-    lo = ptr[xs]
-    counts = ptr[xs + 1] - lo
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64), counts
-    ends = np.cumsum(counts)
-    idx = np.arange(total, dtype=np.int64) + np.repeat(lo - ends + counts, counts)
-    return idx, counts
-
-
-def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Wrapping ``uint64`` sums of consecutive segments of ``values`` of the given lengths."""
-    cs = np.zeros(len(values) + 1, dtype=np.uint64)
-    np.cumsum(values, out=cs[1:])
-    ends = np.cumsum(counts)
-    return cs[ends] - cs[ends - counts]
+# levels of at most this many states are done in plain Python
+_NARROW = 32
 
 
 class EdgeDFA:
@@ -289,7 +260,9 @@ class EdgeDFA:
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.array([x for r in rows for e in r for x in e], dtype=np.int64).reshape(-1, 2)
         src = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-        return cls(len(rows), src, flat[:, 0].copy(), flat[:, 1].copy(), np.array(accepting, dtype=bool), start)
+        return cls(
+            len(rows), src, flat[:, 0].copy(), flat[:, 1].copy(), np.array(accepting, dtype=bool), start
+        )
 
     def to_rows(self) -> tuple[list[Row], list[bool]]:
         """``(rows, accepting)`` as the list-based functions take them."""
@@ -328,7 +301,7 @@ def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.n
         t = nxt[idx]
         t = t[~seen[t]]
         if len(t) > 64:
-            t = np.unique(t)
+            t = _unique(t)
         else:
             t = np.array(sorted(set(t.tolist())), dtype=np.int64)
         seen[t] = True
@@ -402,17 +375,51 @@ def _classes(
     # Revuz on the states that reach no cycle, level by level from the sinks
     remaining = np.diff(ptr)
     cid = np.full(n, -1, dtype=np.int64)
+    cid_l = [-1] * n  # the same, for the narrow levels done in plain Python
+    lists: tuple[list[int], ...] | None = None
     count = 0
     frontier = np.flatnonzero(remaining == 0)
     while len(frontier):
-        idx, counts = _spans(ptr, frontier)
-        keys = (cid[dst[idx]].astype(np.uint64) << _SHIFT) | ucls[idx]
-        h = acc_h[frontier] + _segment_sums(_mix(keys), counts)
-        uniq, inverse = np.unique(h, return_inverse=True)
-        cid[frontier] = count + inverse.reshape(-1)
-        count += len(uniq)
-        ridx, _ = _spans(rptr, frontier)
-        preds, dec = np.unique(r_src[ridx], return_counts=True)
+        if len(frontier) <= _NARROW:
+            # a narrow level (long chains): exact keys in plain Python beat numpy's call overhead
+            if lists is None:
+                lists = (
+                    ptr.tolist(),
+                    cls.tolist(),
+                    dst.tolist(),
+                    rptr.tolist(),
+                    r_src.tolist(),
+                    acc.tolist(),
+                )
+            ptr_l, cls_l, dst_l, rptr_l, rsrc_l, acc_l = lists
+            ids: dict[tuple[object, ...], int] = {}
+            preds_l: list[int] = []
+            for x in frontier.tolist():
+                a, b = ptr_l[x], ptr_l[x + 1]
+                key = (acc_l[x], tuple(cls_l[a:b]), tuple([cid_l[t] for t in dst_l[a:b]]))
+                c = ids.get(key)
+                if c is None:
+                    c = ids[key] = count + len(ids)
+                cid_l[x] = c
+                preds_l.extend(rsrc_l[rptr_l[x] : rptr_l[x + 1]])
+            count += len(ids)
+            cid[frontier] = [cid_l[x] for x in frontier.tolist()]
+            if len(preds_l) > 1:
+                preds, dec = np.unique(np.array(preds_l, dtype=np.int64), return_counts=True)
+            else:
+                preds, dec = np.array(preds_l, dtype=np.int64), 1
+        else:
+            idx, counts = _spans(ptr, frontier)
+            keys = (cid[dst[idx]].astype(np.uint64) << _SHIFT) | ucls[idx]
+            h = acc_h[frontier] + _segment_sums(_mix(keys), counts)
+            uniq, inverse = np.unique(h, return_inverse=True)
+            got = count + inverse.reshape(-1)
+            cid[frontier] = got
+            for x, c in zip(frontier.tolist(), got.tolist(), strict=True):
+                cid_l[x] = c
+            count += len(uniq)
+            ridx, _ = _spans(rptr, frontier)
+            preds, dec = np.unique(r_src[ridx], return_counts=True)
         remaining[preds] -= dec
         frontier = preds[remaining[preds] == 0]
     core = np.flatnonzero(cid < 0)
@@ -547,7 +554,9 @@ def _hopcroft(m: int, h0: np.ndarray, e_src: np.ndarray, e_cls: np.ndarray, e_ds
         if n_r:
             rs0 = (s0 + k)[r_new]
             rlen = rem[r_new]
-            pos = np.repeat(rs0, rlen) + (np.arange(int(rlen.sum())) - np.repeat(np.cumsum(rlen) - rlen, rlen))
+            pos = np.repeat(rs0, rlen) + (
+                np.arange(int(rlen.sum())) - np.repeat(np.cumsum(rlen) - rlen, rlen)
+            )
             moved_rest = elems[pos]
             block[moved_rest] = np.repeat(r_ids, rlen)
         pending = np.concatenate([states[np.repeat(g_new, gsize)], moved_rest])

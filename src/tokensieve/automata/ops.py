@@ -42,9 +42,9 @@ from ..grammar.ir import (
 )
 from ..limits import Limits
 from .build import ir_to_dfa
-from .determinize import Row
+from .determinize import Row, _unique
 from .dfa import ByteDFA
-from .minimize import minimize
+from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim_edges
 from .nfa import automaton_runs
 from .utf8 import class_sequences
 
@@ -275,7 +275,7 @@ def _product(a: ByteDFA, b: ByteDFA, subtract: bool, limits: Limits) -> ByteDFA 
             out = np.full(ra.shape, -1, dtype=np.int64)
             if dense is not None:
                 found = dense[k]
-                fresh = np.unique(k[found < 0])
+                fresh = _unique(k[found < 0])
                 if count + len(fresh) > max_states:
                     raise _limit(limits, count + len(fresh))
                 dense[fresh] = np.arange(count, count + len(fresh))
@@ -414,6 +414,18 @@ def _finish(
     """
     if not accepting.any():
         return None
+    valid = table >= 0
+    if np.count_nonzero(valid) > SMALL_EDGES:
+        src, cls = np.nonzero(valid)
+        edges = trim_edges(
+            EdgeDFA(table.shape[0], src, cls, table[src, cls].astype(np.int64), accepting, start), reachable
+        )
+        if edges is None:
+            return None
+        m = minimize_edges(edges)
+        q = np.full((m.num_states, table.shape[1]), -1, dtype=np.int32)
+        q[m.src, m.cls] = m.dst
+        return ByteDFA(np.ascontiguousarray(q[:, class_of_byte]), m.accepting, 0)
     if not reachable:
         keep = _reachable(table, start)
         if not keep.all():
