@@ -15,6 +15,17 @@ per-token table is read with them directly:
   is one look-up of the row's child count in a ``(B + 1, B)`` table, and the
   mask is one ``np.add.at`` of disjoint bit values (a node's tokens are
   distinct, so adding their bits equals or-ing them);
+* sparse levels up to :data:`PATTERN_MAX_WIDTH` wide with many multi-child
+  nodes keep one byte per node, the id of its *slot pattern* (child count,
+  and which neighbouring children share a mask word). A pattern's slot
+  offsets repeat the node's last child in the slots past its end, so every
+  slot of the flat gather writes a (word, bit) pair of its own row and the
+  mask is one plain assignment instead of an ``np.add.at``. When a row's
+  children share a mask word, those slots are adjacent (edges are sorted by
+  token), so the batch is or-reduced per run of equal words
+  (``np.bitwise_or.reduceat``) before the assignment; childless nodes get
+  offsets that no edge array reaches, so their batch falls back to the
+  sparse path below;
 * mostly-single sparse levels (few nodes with more than one child, like the
   level after the last "bushy" one of a semantic-ID catalog): when every row
   of a batch has exactly one child, only that child is read, as on a unary
@@ -38,6 +49,8 @@ if TYPE_CHECKING:
     from .index import StaticIndex
 
 __all__ = [
+    "PATTERN_MAX_WIDTH",
+    "PATTERN_MIN_MULTI",
     "Gathered",
     "SparsePlan",
     "allowed_bool",
@@ -47,6 +60,7 @@ __all__ = [
     "fill_bitmask",
     "follow",
     "next_nodes",
+    "slot_patterns",
 ]
 
 _NEG_INF = -np.inf
@@ -61,7 +75,66 @@ _ONE = np.array(1, dtype=np.int64)
 #: ``inside`` are the flat slot arrays of a sparse gather (``tok`` also the
 #: token per row of unary and single gathers).
 Gathered = tuple[Any, ...]
-_DENSE, _UNARY, _SINGLE, _SPARSE = range(4)
+_DENSE, _UNARY, _SINGLE, _SPARSE, _PATTERN = range(5)
+
+#: Widest sparse level served by slot patterns (``2 ** width`` pattern ids fit a uint8).
+PATTERN_MAX_WIDTH = 8
+#: Fewest nodes with more than one child (a fraction of the level) for slot patterns:
+#: levels below it are served by the one-child path.
+PATTERN_MIN_MULTI = 1 / 256
+#: A slot offset past every edge array: a ``take`` there raises ``IndexError``.
+_FAR = 1 << 48
+
+
+def slot_patterns(
+    row_ptr: np.ndarray, edge_token: np.ndarray, lo: int, hi: int, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Slot-pattern ids of the nodes ``lo <= n < hi`` (one level) and the pattern tables.
+
+    A node with ``c >= 1`` children whose words are all distinct has pattern
+    ``c - 1`` (below ``width``); one whose children ``j`` and ``j + 1`` share
+    a mask word for the set bits ``j`` of ``s != 0`` has pattern
+    ``width + 2 ** (c - 1) - c + s - 1`` (``width`` or more, so one ``max``
+    tells a batch with shared words); a childless node has pattern
+    ``2 ** width - 1``.
+
+    Returns
+    -------
+    info : numpy.ndarray
+        ``(hi - lo,)`` uint8 pattern id per node.
+    offsets : numpy.ndarray
+        ``(2 ** width, width)`` int64 slot offsets from the node's first edge:
+        ``min(j, c - 1)``, or a far offset (no edge there) for the childless
+        pattern.
+    inside : numpy.ndarray
+        ``(2 ** width, width)`` bool: slot ``j < c``.
+    """
+    starts = row_ptr[lo : hi + 1].astype(np.int64)
+    count = np.diff(starts)
+    shared = np.zeros(hi - lo, dtype=np.int64)
+    e0, e1 = int(starts[0]), int(starts[-1])
+    if e1 - e0 > 1:
+        word = edge_token[e0:e1] >> 5
+        same = word[1:] == word[:-1]
+        first = np.zeros(e1 - e0, dtype=bool)
+        first[starts[:-1][count > 0] - e0] = True
+        same &= ~first[1:]  # a pair across two nodes shares nothing
+        edge = np.flatnonzero(same) + e0
+        if edge.size:
+            node = np.searchsorted(starts, edge, side="right") - 1
+            np.bitwise_or.at(shared, node, np.left_shift(1, edge - starts[node]))
+    c = np.maximum(count, 1)
+    ids = np.where(shared == 0, c - 1, width + np.left_shift(1, c - 1) - c + shared - 1)
+    ids[count == 0] = (1 << width) - 1
+    slots = np.arange(width)
+    offsets = np.full((1 << width, width), _FAR, dtype=np.int64)
+    inside = np.zeros((1 << width, width), dtype=bool)
+    for k in range(1, width + 1):
+        first_shared = width + (1 << (k - 1)) - k
+        for pattern in (slice(k - 1, k), slice(first_shared, first_shared + (1 << (k - 1)) - 1)):
+            inside[pattern] = slots < k
+            offsets[pattern] = np.minimum(slots, k - 1)
+    return ids.astype(np.uint8), offsets, inside
 
 
 class SparsePlan:
@@ -79,13 +152,18 @@ class SparsePlan:
     single_first
         Whether a fill first tries the one-child-per-row path (few nodes of
         the level have more than one child).
+    info, pattern_offsets, pattern_inside
+        The level's :func:`slot_patterns`, or ``None``.
     """
 
     __slots__ = (
         "_offsets",
         "bit_value",
         "edge_token",
+        "info",
         "inside_table",
+        "pattern_inside",
+        "pattern_offsets",
         "row",
         "row_end",
         "row_ptr",
@@ -106,8 +184,10 @@ class SparsePlan:
         self.row_ptr = ix.row_ptr
         self.row_end = ix._row_end
         self.edge_token = ix.edge_token
-        self.bit_value = ix._bit_value
+        self.bit_value = ix._bit_value_i32
         self.word_of = ix._word_of_token
+        patterns = ix._slot_patterns.get(level)
+        self.info, self.pattern_offsets, self.pattern_inside = (None, None, None) if patterns is None else patterns
         # Worth trying when a batch of this many rows is all one-child rows at
         # least about half of the time.
         self.single_first = width > 1 and ix._multi_child_fraction(level) * rows < 0.5
@@ -176,18 +256,22 @@ def dense_rows(ix: StaticIndex, nodes: np.ndarray, level: int) -> np.ndarray:
 
 
 def _scatter(bitmask: np.ndarray, flat: np.ndarray, bits: np.ndarray, accumulate: bool) -> None:
-    """Zero ``bitmask`` and add (or, with distinct ``flat``, write) ``bits`` at flat word ``flat``."""
-    if bitmask.flags.c_contiguous:
+    """Zero ``bitmask`` and add (or, where equal ``flat`` carry equal ``bits``, write) int32 ``bits`` at flat word ``flat``.
+
+    Adding int32 bit values wraps like or-ing them when they are disjoint.
+    """
+    contiguous = bitmask.flags.c_contiguous
+    if contiguous:
         bitmask.fill(0)
-        target = bitmask.view(np.uint32).reshape(-1)
+        target = bitmask.ravel()
     else:
-        target = np.zeros(bitmask.size, dtype=np.uint32)
+        target = np.zeros(bitmask.size, dtype=np.int32)
     if accumulate:
         np.add.at(target, flat, bits)
     else:
         target[flat] = bits
-    if not bitmask.flags.c_contiguous:
-        bitmask[...] = target.view(np.int32).reshape(bitmask.shape)
+    if not contiguous:
+        bitmask[...] = target.reshape(bitmask.shape)
 
 
 def fill_bitmask(
@@ -230,6 +314,31 @@ def fill_bitmask(
         flat += plan.offsets(words)
         _scatter(bitmask, flat, bits, False)  # one bit per row: no accumulation needed
         return (level, key, _UNARY, idx, None, tok, None, plan)
+    if plan.info is not None and filt is None:
+        if local is None:
+            local = nodes - ix._level_bounds[level][0]
+        try:
+            info = plan.info.take(local)  # IndexError: a row at the END node
+            idx = plan.row_ptr.take(nodes).astype(np.int64).take(plan.row)
+            idx += plan.pattern_offsets.take(info, axis=0).reshape(-1)
+            tok = plan.edge_token.take(idx)  # IndexError: a node without children
+        except IndexError:
+            pass
+        else:
+            tok = tok.astype(np.int64)
+            bits = plan.bit_value.take(tok)
+            flat = plan.word_of.take(tok)
+            flat += plan.offsets(words)
+            if info.size and info.max() >= plan.width:  # some row's children share a word
+                # equal words are adjacent (tokens sorted per row): or each run into one value
+                run = np.empty(flat.size, dtype=bool)
+                run[0] = True
+                np.not_equal(flat[1:], flat[:-1], out=run[1:])
+                at = np.flatnonzero(run)
+                _scatter(bitmask, flat.take(at), np.bitwise_or.reduceat(bits, at), False)
+            else:
+                _scatter(bitmask, flat, bits, False)  # repeated slots repeat a (word, bit) of their row
+            return (level, key, _PATTERN, info, idx, tok, None, plan)
     start = plan.row_ptr.take(nodes)
     end = plan.row_end.take(nodes)
     if plan.single_first:
@@ -367,6 +476,10 @@ def next_nodes(
         elif kind == _SPARSE:
             _, _, _, start, idx, tok, inside, plan = gathered
             nxt, ok = _next_sparse(plan, tokens, start, idx, tok, inside)
+        elif kind == _PATTERN:
+            _, _, _, info, idx, tok, _, plan = gathered
+            inside = plan.pattern_inside.take(info, axis=0).reshape(-1)
+            nxt, ok = _next_sparse(plan, tokens, idx[:: plan.width], idx, tok, inside)
         else:  # unary or single: one edge per row
             ok = np.count_nonzero(gathered[5] == tokens) == rows
             nxt = gathered[3] + _ONE

@@ -132,6 +132,7 @@ class StaticIndex:
         cols = np.arange(self._num_columns, dtype=np.uint32)
         self._bit_value = np.left_shift(np.uint32(1), cols & np.uint32(31))
         self._low_bits_of_token = self._bit_value - np.uint32(1)
+        self._bit_value_i32 = self._bit_value.view(np.int32)
         # int64 word index of each column: per-token tables are read with int64
         # tokens (a ``take`` with any other index dtype casts its indices first).
         self._word_of_token = (cols >> np.uint32(5)).astype(np.int64)
@@ -152,9 +153,20 @@ class StaticIndex:
                 and int(self.row_ptr[hi]) - int(self.row_ptr[lo]) == hi - lo
             )
             self._unary_offset.append(np.array(int(self.row_ptr[lo]) - lo, dtype=np.int64) if unary else None)
+        self._multi_child: dict[int, float] = {}
+        # Slot patterns of the sparse levels with many multi-child nodes (see _numpy_step).
+        self._slot_patterns: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for d in range(self._dense_depth, self._num_levels):
+            if (
+                self._unary_offset[d] is None
+                and 2 <= self._level_width[d] <= nps.PATTERN_MAX_WIDTH
+                and self._multi_child_fraction(d) >= nps.PATTERN_MIN_MULTI
+            ):
+                self._slot_patterns[d] = nps.slot_patterns(
+                    self.row_ptr, self.edge_token, self._level_start[d], self._level_start[d + 1], self._level_width[d]
+                )
         self._plans: dict[tuple[int, int], nps.SparsePlan] = {}
         self._row_indices: dict[int, np.ndarray] = {}
-        self._multi_child: dict[int, float] = {}
         self._ranges: np.ndarray | None = None
         self._torch: dict[str, Any] = {}
         # The slice gathered by the last checked fill_bitmask of this thread,
@@ -315,8 +327,10 @@ class StaticIndex:
         dict
             ``csr`` (row offsets and tokens), ``dense`` (packed masks and rank
             prefixes), ``items`` (``item_rank``), ``levels`` (small per-level
-            tables and lookups) and ``filter_support`` (per-node item ranges,
-            built on the first :meth:`make_filter` call; 0 before).
+            tables and lookups), ``patterns`` (one byte per node of the sparse
+            levels served by slot patterns, see the step notes in
+            ``docs/retrieval.md``) and ``filter_support`` (per-node item
+            ranges, built on the first :meth:`make_filter` call; 0 before).
         """
         return {
             "csr": int(self.row_ptr.nbytes + self.edge_token.nbytes),
@@ -330,6 +344,7 @@ class StaticIndex:
                 + self._word_of_token.nbytes
                 + self._root_child.nbytes
             ),
+            "patterns": int(sum(sum(a.nbytes for a in p) for p in self._slot_patterns.values())),
             "filter_support": 0 if self._ranges is None else int(self._ranges.nbytes),
         }
 
