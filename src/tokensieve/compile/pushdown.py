@@ -116,6 +116,8 @@ class _TrieArrays:
 
 
 _TRIES: dict[int, tuple[Any, _TrieArrays]] = {}
+#: rules of fewer states than this do not look for states with the same walks
+_SHARE_MIN_STATES = 64
 #: memoised trie walks kept per grammar before the memo is cleared (each holds a mask)
 _MAX_MEMO_WALKS = 4096
 
@@ -223,6 +225,10 @@ class CompiledPushdownGrammar:
         self._digests: dict[int, tuple[np.ndarray, bytes]] = {}
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mask_bytes = 0
+        # shared walks: per rule, each state's representative among the states whose walks
+        # from their frame alone are the same (computed per rule on first use)
+        self._rule_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        self._walk_reps: dict[int, np.ndarray] = {}
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._empty_words = np.zeros(self._builder.num_words, dtype=np.int32)
         self._stop_words = self._empty_words.copy()
@@ -672,6 +678,12 @@ class CompiledPushdownGrammar:
         hit = self._levels.get(suffix)
         if hit is not None and (hit[1] is not None or not need_escapes):
             return hit
+        if len(suffix) == 1:
+            rep = self._walk_representative(suffix[0])
+            if rep != suffix[0]:
+                result = self._level((rep,), need_escapes)
+                self._levels[suffix] = result
+                return result
         start = self._intern_closed({(suffix[0],)})
         if len(suffix) == 1:
             result = self._walk(start, None, need_escapes)
@@ -681,6 +693,23 @@ class CompiledPushdownGrammar:
             result = self._walk(start, nodes, need_escapes)
         self._levels[suffix] = result
         return result
+
+    def _walk_representative(self, g: int) -> int:
+        """A state whose walk from its frame alone equals that of global state ``g``."""
+        r = int(self._rule_of[g])
+        reps = self._walk_reps.get(r)
+        if reps is None:
+            net = self.network
+            reps = walk_classes(
+                net.transitions[r],
+                net.accepting[r],
+                net.calls[r],
+                [bool(net.accepting[c][net.starts[c]]) or bool(net.calls[c][net.starts[c]]) for c in range(len(net.names))],
+                int(self._builder.trie.max_depth),
+            )
+            reps = reps + self._offsets[r]
+            self._walk_reps[r] = reps
+        return int(reps[g - int(self._offsets[r])])
 
     def _compute_mask(self, state: int) -> np.ndarray:
         acc = self._empty_words.copy()
@@ -697,6 +726,93 @@ class CompiledPushdownGrammar:
             np.bitwise_or(acc, self._stop_words, out=acc)
         acc.setflags(write=False)
         return acc
+
+
+def walk_classes(
+    transitions: np.ndarray,
+    accepting: np.ndarray,
+    calls: tuple[tuple[tuple[int, int], ...], ...],
+    maybe_empty: list[bool],
+    depth: int,
+) -> np.ndarray:
+    """For each state of one rule, the first state whose walks are certainly the same.
+
+    A walk from a frame alone allows the tokens whose bytes the frame can read
+    (entering and returning from the rules it calls) and escapes at the trie
+    nodes where the frame can return. Two states agree on both when they agree,
+    for every byte string up to the longest token, on where they can go, where
+    they accept, and which rules they call with returns that agree as well.
+    Moore's refinement decides this in ``depth`` rounds: a round looks one byte
+    further, and a call one byte or more, since a called rule that cannot match
+    the empty string reads at least one byte. A state that calls a rule that
+    may match the empty string is left in a class of its own.
+
+    Parameters
+    ----------
+    transitions
+        ``(S, 256)`` byte transitions of the rule (-1: none).
+    accepting
+        ``bool (S,)``: where the rule may return.
+    calls
+        ``calls[q]``: the ``(callee, return state)`` edges of state ``q``.
+    maybe_empty
+        Per rule of the network: whether it may match the empty string
+        (a conservative answer is fine).
+    depth
+        The longest token, in bytes.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64 (S,)``: ``rep[q] <= q``.
+    """
+    num_states = int(transitions.shape[0])
+    if num_states < _SHARE_MIN_STATES:
+        return np.arange(num_states, dtype=np.int64)
+    width = max((len(edges) for edges in calls), default=0)
+    returns = np.full((num_states, width), -1, dtype=np.int64)
+    kinds: dict[tuple[Any, ...], int] = {}
+    kind = np.zeros(num_states, dtype=np.int64)
+    for q, edges in enumerate(calls):
+        if not edges:
+            continue
+        ordered = sorted(edges)
+        returns[q, : len(ordered)] = [ret for _, ret in ordered]
+        if any(maybe_empty[callee] for callee, _ in ordered):
+            key: tuple[Any, ...] = ("alone", q)
+        else:
+            key = tuple(callee for callee, _ in ordered)
+        kind[q] = kinds.setdefault(key, len(kinds) + 1)
+    table = np.concatenate([np.asarray(transitions, dtype=np.int64), returns], axis=1)
+    columns = np.unique(table, axis=1)  # bytes the rule never tells apart count once
+    _, cls = np.unique(np.stack([np.asarray(accepting, dtype=np.int64), kind], axis=1), axis=0, return_inverse=True)
+    cls = cls.reshape(-1).astype(np.int64)
+    count = int(cls.max()) + 1
+    # rows are compared through two independent 64-bit hashes and the class itself: a
+    # wrong merge needs both hashes to collide (probability about S**2 / 2**128)
+    rng = np.random.default_rng(0x5A11)
+    w1, w2 = (rng.integers(1, 2**63, size=columns.shape[1], dtype=np.uint64) | np.uint64(1) for _ in range(2))
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    for _ in range(depth):
+        ext = np.append(cls, -1).astype(np.uint64)  # a missing transition (-1) reads the -1 at the end
+        succ = ext[columns]
+        h1 = (succ * w1).sum(axis=1, dtype=np.uint64)
+        h2 = ((succ ^ mix) * w2).sum(axis=1, dtype=np.uint64)
+        new = _dense_ids(_dense_ids(_dense_ids(h1) * count + cls) * (int(h2.size) + 1) + _dense_ids(h2))
+        new_count = int(new.max()) + 1
+        cls = new
+        if new_count == count:
+            break  # stable: later rounds split nothing
+        count = new_count
+    first = np.full(count, num_states, dtype=np.int64)
+    np.minimum.at(first, cls, np.arange(num_states, dtype=np.int64))
+    return first.take(cls)
+
+
+def _dense_ids(values: np.ndarray) -> np.ndarray:
+    """Ids ``0..k-1`` of ``values`` (equal values, equal ids)."""
+    _, inverse = np.unique(values, return_inverse=True)
+    return np.asarray(inverse, dtype=np.int64).reshape(-1)
 
 
 def _rebuild(
