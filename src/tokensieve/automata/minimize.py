@@ -468,7 +468,11 @@ def _hopcroft(m: int, h0: np.ndarray, e_src: np.ndarray, e_cls: np.ndarray, e_ds
     r_src, r_cls = e_src[order], e_cls[order].astype(np.uint64)
     rptr = np.searchsorted(e_dst[order], np.arange(m + 1))
     touched_mark = np.zeros(m, dtype=bool)
-    pending = np.arange(m, dtype=np.int64)
+    # every block but the largest is a splitter (the transitions into the others,
+    # or to no state, are told apart by the initial partition already)
+    sizes = end[:nblocks] - first[:nblocks]
+    largest = int(np.argmax(sizes))
+    pending = np.concatenate([elems[: first[largest]], elems[end[largest] : m]])
     while len(pending):
         idx, counts = _spans(rptr, pending)
         if not len(idx):
