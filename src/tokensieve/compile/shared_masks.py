@@ -59,34 +59,143 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
         ``int64 (S,)``: ``rep[s] <= s``, ``rep[rep[s]] == rep[s]``.
     """
     num_states = int(transitions.shape[0])
-    # identical byte columns (bytes the automaton never tells apart) are hashed once
-    columns, weight_index = _distinct_columns(transitions)
-    w1 = np.zeros(columns.shape[1], dtype=np.uint64)
-    w2 = np.zeros(columns.shape[1], dtype=np.uint64)
-    np.add.at(w1, weight_index, _W1)  # a column standing for k bytes weighs their sum
-    np.add.at(w2, weight_index, _W2)
+    # identical byte columns (bytes the automaton never tells apart) are looked at once
+    columns, _ = _distinct_columns(transitions)
     targets = np.where(columns >= 0, columns, num_states).astype(np.int64)
+    preds = _Predecessors(targets, num_states)
     # round d: states with the same viable strings of at most d bytes (acceptance
     # along the way does not matter to a mask, only the state's own: added at the end)
-    cls = np.zeros(num_states, dtype=np.int64)
-    count = 1
+    label = np.zeros(num_states + 1, dtype=np.int64)
+    label[num_states] = -1  # the missing transition
+    cls = label[:num_states]  # a view: the labels of the states
+    next_label = 1
+    every = np.arange(num_states, dtype=np.int64)
+    changed = every
     for _ in range(max(depth, 0)):
-        ext = np.append(cls, -1).astype(np.uint64)  # -1: the missing transition
-        succ = ext.take(targets)
-        h1 = (succ * w1).sum(axis=1, dtype=np.uint64)
-        h2 = ((succ ^ _MIX) * w2).sum(axis=1, dtype=np.uint64)
-        new = _pair_ids(_ids(h1 ^ (cls.astype(np.uint64) * _MIX)), _ids(h2))
-        new = _pair_ids(new, cls)
-        new_count = int(new.max()) + 1
-        cls = new
-        if new_count == count:
+        if not changed.size:
             break  # stable: later rounds split nothing
-        count = new_count
-    cls = _pair_ids(cls, accepting.astype(np.int64))
-    count = int(cls.max()) + 1
-    first = np.full(count, num_states, dtype=np.int64)
-    np.minimum.at(first, cls, np.arange(num_states, dtype=np.int64))
-    return first.take(cls)
+        # only states with a relabelled successor can leave their class; each class
+        # they are in is compared with one member that has none (its old signature)
+        cand = every if changed is every else preds.of(changed)
+        if cand.size * 2 > num_states:
+            cand = every
+        if cand is every:
+            act, witness = every, np.zeros(num_states, dtype=bool)
+        else:
+            act, witness = _with_witnesses(cls, cand)
+        rows = np.empty((act.size, targets.shape[1] + 1), dtype=np.int64)
+        rows[:, 0] = cls.take(act)
+        rows[:, 1:] = label.take(targets.take(act, axis=0))
+        group, num_groups = _row_ids(rows)
+        # a class keeps its label for the group of its witness, or else for its largest
+        # group (the others are relabelled: their predecessors are the next candidates)
+        keep = np.zeros(num_groups, dtype=bool)
+        keep[group[witness]] = True
+        group_class = np.empty(num_groups, dtype=np.int64)
+        group_class[group] = rows[:, 0]
+        class_ids = _dense(group_class)
+        has_witness = np.zeros(num_groups, dtype=bool)
+        has_witness[class_ids[keep]] = True
+        size = np.bincount(group, minlength=num_groups)
+        # largest group of each class: sort by (class, size) and take the last of each class
+        order = np.lexsort((size, class_ids))
+        last = np.ones(num_groups, dtype=bool)
+        last[:-1] = class_ids.take(order[1:]) != class_ids.take(order[:-1])
+        largest = np.zeros(num_groups, dtype=bool)
+        largest[order[last]] = True
+        keep |= largest & ~has_witness.take(class_ids)
+        fresh = np.flatnonzero(~keep)
+        if not fresh.size:
+            break
+        new_label = np.zeros(num_groups, dtype=np.int64)
+        new_label[fresh] = np.arange(next_label, next_label + fresh.size, dtype=np.int64)
+        next_label += int(fresh.size)
+        moved = ~keep.take(group)
+        changed = act[moved]
+        cls[changed] = new_label.take(group[moved])
+    final = _dense(cls * 2 + accepting.astype(np.int64))
+    first = np.full(int(final.max()) + 1, num_states, dtype=np.int64)
+    np.minimum.at(first, final, np.arange(num_states, dtype=np.int64))
+    return first.take(final)
+
+
+class _Predecessors:
+    """The distinct predecessors of every state, in CSR form."""
+
+    def __init__(self, targets: np.ndarray, num_states: int) -> None:
+        rows = np.sort(targets, axis=1)
+        distinct = np.ones(rows.shape, dtype=bool)
+        distinct[:, 1:] = rows[:, 1:] != rows[:, :-1]
+        distinct &= rows < num_states
+        src = np.repeat(np.arange(rows.shape[0], dtype=np.int64), distinct.sum(axis=1))
+        dst = rows[distinct]
+        order = np.argsort(dst, kind="stable")
+        self.src = src.take(order)
+        self.count = np.bincount(dst, minlength=num_states).astype(np.int64)
+        self.start = np.zeros(num_states + 1, dtype=np.int64)
+        np.cumsum(self.count, out=self.start[1:])
+        self._mark = np.zeros(num_states, dtype=bool)
+
+    def of(self, states: np.ndarray) -> np.ndarray:
+        """The distinct predecessors of ``states``, sorted."""
+        counts = self.count.take(states)
+        ends = np.cumsum(counts)
+        total = int(ends[-1]) if ends.size else 0
+        pos = np.repeat(self.start.take(states) - ends + counts, counts)
+        pos += np.arange(total, dtype=np.int64)
+        mark = self._mark
+        mark[self.src.take(pos)] = True
+        out = np.flatnonzero(mark)
+        mark[out] = False
+        return out
+
+
+def _with_witnesses(cls: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cand`` followed by one state outside ``cand`` from each class that ``cand`` meets (if
+    the class has one), and flags marking those witnesses."""
+    outside = np.ones(cls.size, dtype=bool)
+    outside[cand] = False
+    labels = np.unique(cls.take(cand))
+    at = np.minimum(np.searchsorted(labels, cls), labels.size - 1)
+    others = np.flatnonzero((labels.take(at) == cls) & outside)
+    if others.size:
+        _, first = np.unique(cls.take(others), return_index=True)
+        others = others.take(first)
+    act = np.concatenate([cand, others])
+    flags = np.zeros(act.size, dtype=bool)
+    flags[cand.size :] = True
+    return act, flags
+
+
+def _row_ids(rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids of the rows of an ``int64`` matrix (equal rows, equal ids; exact) and their number."""
+    h = rows.astype(np.uint64) @ _weights(rows.shape[1])
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    if np.array_equal(rows.take(first.take(inverse), axis=0), rows):
+        return inverse, int(first.size)
+    # two distinct rows with one hash (about n**2 / 2**64): sort the rows themselves
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
+    return inverse, int(inverse.max()) + 1 if inverse.size else 0
+
+
+def _weights(width: int) -> np.ndarray:
+    """Odd random 64-bit weights for a row hash of ``width`` columns (fixed per width)."""
+    w = _WEIGHTS.get(width)
+    if w is None:
+        w = np.random.default_rng(0x5EED + width).integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
+        _WEIGHTS[width] = w
+    return w
+
+
+_WEIGHTS: dict[int, np.ndarray] = {}
+
+
+def _dense(values: np.ndarray) -> np.ndarray:
+    """Dense ids of ``values`` (equal values, equal ids)."""
+    _, inverse = np.unique(values, return_inverse=True)
+    return np.asarray(inverse, dtype=np.int64).reshape(-1)
 
 
 class LongTokens:
@@ -162,20 +271,17 @@ def _pair_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _distinct_columns(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct columns of ``table`` and, for every column, the index of its distinct copy.
 
-    Columns are grouped by two 64-bit hashes, then checked for equality; on a
+    Columns are grouped by a 32-bit hash (a sum of products that wraps around, so
+    equal columns always get equal hashes), then checked for equality; on a
     collision the exact (slower) ``np.unique(axis=1)`` is used.
     """
     rows = table.shape[0]
-    rng = np.random.default_rng(0xB17E5)
-    w = rng.integers(1, 2**63, size=(2, rows), dtype=np.uint64) | np.uint64(1)
-    t = (table.astype(np.int64) + 2).astype(np.uint64)
-    h1 = (t * w[0][:, None]).sum(axis=0, dtype=np.uint64)
-    h2 = ((t ^ _MIX) * w[1][:, None]).sum(axis=0, dtype=np.uint64)
-    group = _pair_ids(_ids(h1), _ids(h2))
-    first = np.full(int(group.max()) + 1, table.shape[1], dtype=np.int64)
-    np.minimum.at(first, group, np.arange(table.shape[1], dtype=np.int64))
-    columns = table[:, first]
-    if not np.array_equal(columns[:, group], table):
+    t = np.ascontiguousarray(table, dtype=np.int32)
+    w = np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
+    h = np.einsum("i,ij->j", w, t)  # no BLAS threads: cheap on a busy machine
+    _, first, group = np.unique(h, return_index=True, return_inverse=True)
+    group = np.asarray(group, dtype=np.int64).reshape(-1)
+    if not np.array_equal(t.take(first.take(group), axis=1), t):
         columns, inverse = np.unique(table, axis=1, return_inverse=True)
         return columns, np.asarray(inverse, dtype=np.int64).reshape(-1)
-    return columns, group
+    return t.take(first, axis=1), group
