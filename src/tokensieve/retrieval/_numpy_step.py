@@ -88,14 +88,14 @@ _FAR = 1 << 48
 
 def slot_patterns(
     row_ptr: np.ndarray, edge_token: np.ndarray, lo: int, hi: int, width: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Slot-pattern ids of the nodes ``lo <= n < hi`` (one level) and the pattern tables.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Slot-pattern ids of the nodes ``lo <= n < hi`` (one level) and the pattern offsets.
 
-    A node with ``c >= 1`` children whose words are all distinct has pattern
-    ``c - 1`` (below ``width``); one whose children ``j`` and ``j + 1`` share
-    a mask word for the set bits ``j`` of ``s != 0`` has pattern
-    ``width + 2 ** (c - 1) - c + s - 1`` (``width`` or more, so one ``max``
-    tells a batch with shared words); a childless node has pattern
+    A node with ``c >= 1`` children whose mask bytes (``token >> 3``) are all
+    distinct has pattern ``c - 1`` (below ``width``); one whose children ``j``
+    and ``j + 1`` share a byte for the set bits ``j`` of ``s != 0`` has
+    pattern ``width + 2 ** (c - 1) - c + s - 1`` (``width`` or more, so one
+    ``max`` tells a batch with shared bytes); a childless node has pattern
     ``2 ** width - 1``.
 
     Returns
@@ -106,16 +106,14 @@ def slot_patterns(
         ``(2 ** width, width)`` int64 slot offsets from the node's first edge:
         ``min(j, c - 1)``, or a far offset (no edge there) for the childless
         pattern.
-    inside : numpy.ndarray
-        ``(2 ** width, width)`` bool: slot ``j < c``.
     """
     starts = row_ptr[lo : hi + 1].astype(np.int64)
     count = np.diff(starts)
     shared = np.zeros(hi - lo, dtype=np.int64)
     e0, e1 = int(starts[0]), int(starts[-1])
     if e1 - e0 > 1:
-        word = edge_token[e0:e1] >> 5
-        same = word[1:] == word[:-1]
+        byte = edge_token[e0:e1] >> 3
+        same = byte[1:] == byte[:-1]
         first = np.zeros(e1 - e0, dtype=bool)
         first[starts[:-1][count > 0] - e0] = True
         same &= ~first[1:]  # a pair across two nodes shares nothing
@@ -128,13 +126,11 @@ def slot_patterns(
     ids[count == 0] = (1 << width) - 1
     slots = np.arange(width)
     offsets = np.full((1 << width, width), _FAR, dtype=np.int64)
-    inside = np.zeros((1 << width, width), dtype=bool)
     for k in range(1, width + 1):
         first_shared = width + (1 << (k - 1)) - k
         for pattern in (slice(k - 1, k), slice(first_shared, first_shared + (1 << (k - 1)) - 1)):
-            inside[pattern] = slots < k
             offsets[pattern] = np.minimum(slots, k - 1)
-    return ids.astype(np.uint8), offsets, inside
+    return ids.astype(np.uint8), offsets
 
 
 class SparsePlan:
@@ -152,22 +148,33 @@ class SparsePlan:
     single_first
         Whether a fill first tries the one-child-per-row path (few nodes of
         the level have more than one child).
-    info, pattern_offsets, pattern_inside
-        The level's :func:`slot_patterns`, or ``None``.
+    info
+        The level's :func:`slot_patterns` ids, or ``None``.
+    shared_slots
+        The level's slot offsets as one ``width * 8``-byte item per pattern
+        (so a 1-D ``take`` of pattern ids yields every row's offsets), or ``None``.
+    pattern_slots
+        ``shared_slots`` with far offsets for the patterns whose children
+        share a byte: a batch without such rows needs no test for them.
+    row_base
+        ``row * width`` per row (int64): the flat position of each row's first slot.
     """
 
     __slots__ = (
         "_offsets",
         "bit_value",
+        "byte_of",
+        "byte_value",
         "edge_token",
         "info",
         "inside_table",
-        "pattern_inside",
-        "pattern_offsets",
+        "pattern_slots",
         "row",
+        "row_base",
         "row_end",
         "row_ptr",
         "rows",
+        "shared_slots",
         "single_first",
         "slot",
         "width",
@@ -186,8 +193,18 @@ class SparsePlan:
         self.edge_token = ix.edge_token
         self.bit_value = ix._bit_value_i32
         self.word_of = ix._word_of_token
+        self.row_base = np.arange(rows, dtype=np.int64) * width
         patterns = ix._slot_patterns.get(level)
-        self.info, self.pattern_offsets, self.pattern_inside = (None, None, None) if patterns is None else patterns
+        self.info = self.pattern_slots = self.shared_slots = None
+        if patterns is not None:
+            self.info = patterns[0]
+            as_items = np.dtype((np.void, 8 * width))
+            self.shared_slots = patterns[1].view(as_items).reshape(-1)
+            fast = patterns[1].copy()
+            fast[width : (1 << width) - 1] = _FAR  # rows with a shared byte: IndexError, see fill_bitmask
+            self.pattern_slots = fast.view(as_items).reshape(-1)
+        self.byte_value = ix._byte_value
+        self.byte_of = ix._byte_of_token
         # Worth trying when a batch of this many rows is all one-child rows at
         # least about half of the time.
         self.single_first = width > 1 and ix._multi_child_fraction(level) * rows < 0.5
@@ -274,6 +291,22 @@ def _scatter(bitmask: np.ndarray, flat: np.ndarray, bits: np.ndarray, accumulate
         bitmask[...] = target.reshape(bitmask.shape)
 
 
+def _scatter_bytes(bitmask: np.ndarray, flat: np.ndarray, values: np.ndarray) -> None:
+    """Zero ``bitmask`` and write uint8 ``values`` at flat byte ``flat`` of its rows.
+
+    Equal ``flat`` must carry equal ``values``. Byte ``b`` of a row holds
+    tokens ``8 * b' .. 8 * b' + 7`` where ``byte_of_token`` maps the token to
+    ``b`` (the machine's byte order places it inside its int32 word).
+    """
+    if bitmask.flags.c_contiguous:
+        bitmask.fill(0)
+        bitmask.view(np.uint8).reshape(-1)[flat] = values
+    else:
+        target = np.zeros(bitmask.shape, dtype=np.int32)
+        target.view(np.uint8).reshape(-1)[flat] = values
+        bitmask[...] = target
+
+
 def fill_bitmask(
     ix: StaticIndex,
     nodes: np.ndarray,
@@ -319,26 +352,38 @@ def fill_bitmask(
             local = nodes - ix._level_bounds[level][0]
         try:
             info = plan.info.take(local)  # IndexError: a row at the END node
-            idx = plan.row_ptr.take(nodes).astype(np.int64).take(plan.row)
-            idx += plan.pattern_offsets.take(info, axis=0).reshape(-1)
-            tok = plan.edge_token.take(idx)  # IndexError: a node without children
         except IndexError:
-            pass
-        else:
-            tok = tok.astype(np.int64)
-            bits = plan.bit_value.take(tok)
-            flat = plan.word_of.take(tok)
-            flat += plan.offsets(words)
-            if info.size and info.max() >= plan.width:  # some row's children share a word
-                # equal words are adjacent (tokens sorted per row): or each run into one value
-                run = np.empty(flat.size, dtype=bool)
-                run[0] = True
-                np.not_equal(flat[1:], flat[:-1], out=run[1:])
-                at = np.flatnonzero(run)
-                _scatter(bitmask, flat.take(at), np.bitwise_or.reduceat(bits, at), False)
-            else:
-                _scatter(bitmask, flat, bits, False)  # repeated slots repeat a (word, bit) of their row
-            return (level, key, _PATTERN, info, idx, tok, None, plan)
+            info = None
+        if info is not None:
+            start = plan.row_ptr.take(nodes).astype(_INT64).take(plan.row)
+            idx = plan.pattern_slots.take(info).view(_INT64)  # rows * width edge offsets
+            idx += start
+            shared = False
+            try:
+                tok = plan.edge_token.take(idx)  # IndexError: some row's children share a byte
+            except IndexError:
+                shared = True
+                idx = plan.shared_slots.take(info).view(_INT64)
+                idx += start
+                try:
+                    tok = plan.edge_token.take(idx)  # IndexError: a row without children
+                except IndexError:
+                    tok = None
+            if tok is not None:
+                tok = tok.astype(_INT64)
+                value = plan.byte_value.take(tok)
+                flat = plan.byte_of.take(tok)
+                flat += plan.offsets(4 * words)
+                if shared:
+                    # equal bytes are adjacent (tokens sorted per row): or each run into one value
+                    run = np.empty(flat.size, dtype=bool)
+                    run[0] = True
+                    np.not_equal(flat[1:], flat[:-1], out=run[1:])
+                    at = np.flatnonzero(run)
+                    flat = flat.take(at)
+                    value = np.bitwise_or.reduceat(value, at)
+                _scatter_bytes(bitmask, flat, value)  # repeated slots repeat a (byte, bit) of their row
+                return (level, key, _PATTERN, None, idx, tok, None, plan)
     start = plan.row_ptr.take(nodes)
     end = plan.row_end.take(nodes)
     if plan.single_first:
@@ -477,9 +522,15 @@ def next_nodes(
             _, _, _, start, idx, tok, inside, plan = gathered
             nxt, ok = _next_sparse(plan, tokens, start, idx, tok, inside)
         elif kind == _PATTERN:
-            _, _, _, info, idx, tok, _, plan = gathered
-            inside = plan.pattern_inside.take(info, axis=0).reshape(-1)
-            nxt, ok = _next_sparse(plan, tokens, idx[:: plan.width], idx, tok, inside)
+            _, _, _, _, idx, tok, _, plan = gathered
+            hit = tok == tokens.take(plan.row)
+            # the first slot holding the token: the slots past a node's children
+            # repeat its last child (the same edge), so any hit leads to the same node
+            pos = hit.reshape(rows, plan.width).argmax(axis=1)
+            pos += plan.row_base
+            ok = np.count_nonzero(hit.take(pos)) == rows
+            nxt = idx.take(pos)
+            nxt += _ONE
         else:  # unary or single: one edge per row
             ok = np.count_nonzero(gathered[5] == tokens) == rows
             nxt = gathered[3] + _ONE

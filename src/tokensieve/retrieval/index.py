@@ -27,6 +27,7 @@ finished rows of a batch can keep stepping.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -155,7 +156,7 @@ class StaticIndex:
             self._unary_offset.append(np.array(int(self.row_ptr[lo]) - lo, dtype=np.int64) if unary else None)
         self._multi_child: dict[int, float] = {}
         # Slot patterns of the sparse levels with many multi-child nodes (see _numpy_step).
-        self._slot_patterns: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._slot_patterns: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for d in range(self._dense_depth, self._num_levels):
             if (
                 self._unary_offset[d] is None
@@ -165,6 +166,16 @@ class StaticIndex:
                 self._slot_patterns[d] = nps.slot_patterns(
                     self.row_ptr, self.edge_token, self._level_start[d], self._level_start[d + 1], self._level_width[d]
                 )
+        # Pattern levels scatter bytes: the byte of each column inside a mask row
+        # (int32 words in the machine's byte order) and its bit value in that byte.
+        self._byte_of_token = np.zeros(0, dtype=np.int64)
+        self._byte_value = np.zeros(0, dtype=np.uint8)
+        if self._slot_patterns:
+            byte = cols.astype(np.int64) >> 3
+            if sys.byteorder == "big":
+                byte ^= 3
+            self._byte_of_token = byte
+            self._byte_value = np.left_shift(1, cols & np.uint32(7)).astype(np.uint8)
         self._plans: dict[tuple[int, int], nps.SparsePlan] = {}
         self._row_indices: dict[int, np.ndarray] = {}
         self._ranges: np.ndarray | None = None
@@ -343,6 +354,8 @@ class StaticIndex:
                 + self._low_bits_of_token.nbytes
                 + self._word_of_token.nbytes
                 + self._root_child.nbytes
+                + self._byte_of_token.nbytes
+                + self._byte_value.nbytes
             ),
             "patterns": int(sum(sum(a.nbytes for a in p) for p in self._slot_patterns.values())),
             "filter_support": 0 if self._ranges is None else int(self._ranges.nbytes),
