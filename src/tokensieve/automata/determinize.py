@@ -219,18 +219,26 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
         for lo, hi in rs:
             cs.extend(range(index_of_cut[lo], index_of_cut[hi + 1]))
         classes_of[rs] = tuple(cs)
-    pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
 
     work = _Work(limits.max_compile_work)
     closure = _closure_fn(nfa, pidx, num_pos, work)
     num_classes = len(cuts) - 1
     if num_pos <= _DENSE_MAX:
+        pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
         start = closure(nfa.start)
         follows = [closure(out[node]) for node in positions]
         res = _subsets_dense(start, follows, pos_classes, num_classes, limits, work)
         return ClassDFA(*res, class_of_byte)
     targets = np.array([nfa.start] + [out[node] for node in positions], dtype=np.int64)
-    c_ptr, c_ptr_cls = _csr(pos_classes)
+    # the class lists of the positions, expanded from those of the distinct ranges
+    range_list = list(classes_of)
+    range_id = {rs: i for i, rs in enumerate(range_list)}
+    r_ptr, r_flat = _csr([classes_of[rs] for rs in range_list])
+    pos_range = np.fromiter((range_id[node_ranges[node]] for node in positions), dtype=np.int64, count=num_pos)  # type: ignore[index]
+    r_idx, r_counts = _spans(r_ptr, pos_range)
+    c_ptr = np.zeros(num_pos + 1, dtype=np.int64)
+    np.cumsum(r_counts, out=c_ptr[1:])
+    c_ptr_cls = r_flat[r_idx]
     cl_ptr, cl_flat = _closures(nfa, targets, np.array(pidx, dtype=np.int64), num_pos, closure, work)
     try:
         arrays = _subsets_arrays(cl_ptr, cl_flat, c_ptr, c_ptr_cls, num_pos, num_classes, limits, work)
@@ -238,6 +246,7 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
         flat = cl_flat.tolist()
         bounds = cl_ptr.tolist()
         sets = [flat[bounds[i] : bounds[i + 1]] for i in range(len(targets))]
+        pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
         res = _subsets_sparse(sets[0], sets[1:], pos_classes, limits, _Work(limits.max_compile_work))
         return ClassDFA(*res, class_of_byte)
     return ClassDFA(*arrays, class_of_byte)
