@@ -65,6 +65,7 @@ __all__ = [
 
 _NEG_INF = -np.inf
 _INT64 = np.dtype(np.int64)
+_UINT8 = np.dtype(np.uint8)
 # 0-d arrays: numpy converts them faster than Python ints in ufunc calls.
 _ONE = np.array(1, dtype=np.int64)
 
@@ -158,12 +159,15 @@ class SparsePlan:
         share a byte: a batch without such rows needs no test for them.
     row_base
         ``row * width`` per row (int64): the flat position of each row's first slot.
+    words, byte_offsets
+        The index's mask words per row, and :meth:`offsets` of its bytes.
     """
 
     __slots__ = (
         "_offsets",
         "bit_value",
         "byte_of",
+        "byte_offsets",
         "byte_value",
         "edge_token",
         "info",
@@ -179,6 +183,7 @@ class SparsePlan:
         "slot",
         "width",
         "word_of",
+        "words",
     )
 
     def __init__(self, ix: StaticIndex, rows: int, level: int) -> None:
@@ -209,6 +214,8 @@ class SparsePlan:
         # least about half of the time.
         self.single_first = width > 1 and ix._multi_child_fraction(level) * rows < 0.5
         self._offsets: dict[tuple[int, int], np.ndarray] = {}
+        self.words = ix._words
+        self.byte_offsets = self.offsets(4 * ix._words)
 
     def offsets(self, words: int, width: int | None = None) -> np.ndarray:
         """``row * words`` for every flat position (``width`` slots per row; default the level's)."""
@@ -291,6 +298,21 @@ def _scatter(bitmask: np.ndarray, flat: np.ndarray, bits: np.ndarray, accumulate
         bitmask[...] = target.reshape(bitmask.shape)
 
 
+def _pattern_slots_shared(
+    plan: SparsePlan, nodes: np.ndarray, local: np.ndarray
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Edge ids and tokens of every slot, rows whose children share a byte included.
+
+    ``(None, None)`` when a row sits at the END node or on a node without children.
+    """
+    try:
+        idx = plan.shared_slots.take(plan.info.take(local)).view(_INT64)
+        idx += plan.row_ptr.take(nodes).astype(_INT64).take(plan.row)
+        return idx, plan.edge_token.take(idx)
+    except IndexError:
+        return None, None
+
+
 def _scatter_bytes(bitmask: np.ndarray, flat: np.ndarray, values: np.ndarray) -> None:
     """Zero ``bitmask`` and write uint8 ``values`` at flat byte ``flat`` of its rows.
 
@@ -336,6 +358,38 @@ def fill_bitmask(
             bitmask[:, ix._words :] = 0
         return (level, key, _DENSE, local, None, None, None, None)
     plan = ix._plans.get((rows, level)) or ix._plan(rows, level)
+    if plan.info is not None and filt is None:
+        if local is None:
+            local = nodes - ix._level_bounds[level][0]
+        try:
+            info = plan.info.take(local)  # IndexError: a row at the END node
+            idx = plan.pattern_slots.take(info).view(_INT64)  # rows * width edge offsets
+            idx += plan.row_ptr.take(nodes).astype(_INT64).take(plan.row)
+            tok = plan.edge_token.take(idx)  # IndexError: some row's children share a byte
+            shared = False
+        except IndexError:
+            idx, tok = _pattern_slots_shared(plan, nodes, local)
+            shared = True
+        if tok is not None:
+            tok = tok.astype(_INT64)
+            value = plan.byte_value.take(tok)
+            flat = plan.byte_of.take(tok)
+            flat += plan.byte_offsets if words == plan.words else plan.offsets(4 * words)
+            if shared:
+                # equal bytes are adjacent (tokens sorted per row): or each run into one value
+                run = np.empty(flat.size, dtype=bool)
+                run[0] = True
+                np.not_equal(flat[1:], flat[:-1], out=run[1:])
+                at = np.flatnonzero(run)
+                flat = flat.take(at)
+                value = np.bitwise_or.reduceat(value, at)
+            # slots past a row's children repeat its last (byte, bit): plain assignment
+            if bitmask.flags.c_contiguous:
+                bitmask.fill(0)
+                bitmask.view(_UINT8).reshape(-1)[flat] = value
+            else:
+                _scatter_bytes(bitmask, flat, value)
+            return (level, key, _PATTERN, None, idx, tok, None, plan)
     off = ix._unary_offset[level]
     if off is not None:
         idx = nodes + off
@@ -347,43 +401,6 @@ def fill_bitmask(
         flat += plan.offsets(words)
         _scatter(bitmask, flat, bits, False)  # one bit per row: no accumulation needed
         return (level, key, _UNARY, idx, None, tok, None, plan)
-    if plan.info is not None and filt is None:
-        if local is None:
-            local = nodes - ix._level_bounds[level][0]
-        try:
-            info = plan.info.take(local)  # IndexError: a row at the END node
-        except IndexError:
-            info = None
-        if info is not None:
-            start = plan.row_ptr.take(nodes).astype(_INT64).take(plan.row)
-            idx = plan.pattern_slots.take(info).view(_INT64)  # rows * width edge offsets
-            idx += start
-            shared = False
-            try:
-                tok = plan.edge_token.take(idx)  # IndexError: some row's children share a byte
-            except IndexError:
-                shared = True
-                idx = plan.shared_slots.take(info).view(_INT64)
-                idx += start
-                try:
-                    tok = plan.edge_token.take(idx)  # IndexError: a row without children
-                except IndexError:
-                    tok = None
-            if tok is not None:
-                tok = tok.astype(_INT64)
-                value = plan.byte_value.take(tok)
-                flat = plan.byte_of.take(tok)
-                flat += plan.offsets(4 * words)
-                if shared:
-                    # equal bytes are adjacent (tokens sorted per row): or each run into one value
-                    run = np.empty(flat.size, dtype=bool)
-                    run[0] = True
-                    np.not_equal(flat[1:], flat[:-1], out=run[1:])
-                    at = np.flatnonzero(run)
-                    flat = flat.take(at)
-                    value = np.bitwise_or.reduceat(value, at)
-                _scatter_bytes(bitmask, flat, value)  # repeated slots repeat a (byte, bit) of their row
-                return (level, key, _PATTERN, None, idx, tok, None, plan)
     start = plan.row_ptr.take(nodes)
     end = plan.row_end.take(nodes)
     if plan.single_first:
@@ -515,13 +532,7 @@ def next_nodes(
             nxt, ok = _next_sparse(ix._plan(rows, level), tokens, *ix._plan(rows, level).gather(nodes))
     else:
         kind = gathered[2]
-        if kind == _DENSE:
-            nxt, present = _follow_dense(ix, nodes, tokens, level, gathered[3])
-            ok = np.count_nonzero(present) == rows
-        elif kind == _SPARSE:
-            _, _, _, start, idx, tok, inside, plan = gathered
-            nxt, ok = _next_sparse(plan, tokens, start, idx, tok, inside)
-        elif kind == _PATTERN:
+        if kind == _PATTERN:
             _, _, _, _, idx, tok, _, plan = gathered
             hit = tok == tokens.take(plan.row)
             # the first slot holding the token: the slots past a node's children
@@ -531,6 +542,12 @@ def next_nodes(
             ok = np.count_nonzero(hit.take(pos)) == rows
             nxt = idx.take(pos)
             nxt += _ONE
+        elif kind == _DENSE:
+            nxt, present = _follow_dense(ix, nodes, tokens, level, gathered[3])
+            ok = np.count_nonzero(present) == rows
+        elif kind == _SPARSE:
+            _, _, _, start, idx, tok, inside, plan = gathered
+            nxt, ok = _next_sparse(plan, tokens, start, idx, tok, inside)
         else:  # unary or single: one edge per row
             ok = np.count_nonzero(gathered[5] == tokens) == rows
             nxt = gathered[3] + _ONE
