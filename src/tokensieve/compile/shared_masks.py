@@ -233,6 +233,12 @@ class LongTokens:
             self.bytes[i, : len(data)] = np.frombuffer(data, dtype=np.uint8)
         # tokens are sorted by decreasing length: at position j the first active[j] are still going
         self.active = np.asarray([int((lengths > j).sum()) for j in range(width)], dtype=np.int64)
+        self.columns = np.ascontiguousarray(self.bytes.T)  # byte j of every token, contiguous
+        # the set of bytes of each token, as four 64-bit words
+        present = np.zeros((len(ids), 256), dtype=bool)
+        rows = np.repeat(np.arange(len(ids)), lengths)
+        present[rows, self.bytes[np.arange(width) < lengths[:, None]]] = True
+        self.byte_sets = np.packbits(present, axis=1, bitorder="little").view(np.uint64)
         self.words = self.ids >> 5
         self.bits = np.left_shift(np.uint32(1), (self.ids & 31).astype(np.uint32)).view(np.int32)
         mask = np.zeros(num_words, dtype=np.int32)
@@ -244,16 +250,28 @@ class LongTokens:
         out = base & ~self.mask
         if not self.ids.size:
             return out
+        row = transitions[state]
+        # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
+        loops = np.packbits(row == state, bitorder="little").view(np.uint64)
+        outside = (self.byte_sets & ~loops).any(axis=1)
+        ended = [np.flatnonzero(~outside)]
+        idx = np.flatnonzero(outside)  # the others run byte by byte
         flat = transitions.reshape(-1)
-        cur = np.full(self.ids.size, state, dtype=np.int64)
+        cur = np.full(idx.size, state, dtype=np.int64)
         for j, m in enumerate(self.active.tolist()):
-            head = cur[:m]
-            alive = head >= 0
-            nxt = flat.take(np.where(alive, head, 0) * 256 + self.bytes[:m, j])
-            cur[:m] = np.where(alive, nxt, -1)
-        ok = cur >= 0
-        if ok.any():
-            np.bitwise_or.at(out, self.words[ok], self.bits[ok])
+            if not idx.size:
+                break
+            k = int(np.searchsorted(idx, m))  # idx is sorted: rows >= m have no byte j
+            if k < idx.size:
+                ended.append(idx[k:])
+                idx, cur = idx[:k], cur[:k]
+            nxt = flat.take(cur * 256 + self.columns[j].take(idx))
+            live = nxt >= 0
+            idx, cur = idx[live], nxt[live]
+        ended.append(idx)
+        ok = np.concatenate(ended)
+        if ok.size:
+            np.bitwise_or.at(out, self.words.take(ok), self.bits.take(ok))
         return out
 
 
