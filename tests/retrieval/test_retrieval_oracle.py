@@ -247,3 +247,124 @@ def test_unary_levels_take_the_direct_path():
     bad = np.array([(s[-1] + 1) % 40 for s in items])
     with pytest.raises(CatalogError, match="not allowed"):
         index.next_nodes(nodes, bad, lv)
+
+
+def _pattern_catalog(variable: bool, seed: int) -> tuple[list[tuple[int, ...]], int]:
+    """Random 4-token items over 600 tokens whose third level is narrow but often branches.
+
+    Two-token heads from a small range give about one item per head, so level 2
+    has 1 to 8 children per node; a few planted heads also get children that
+    share a mask byte (tokens ``8k`` and ``8k + 1 + j``). Variable catalogs add
+    2- and 3-token prefixes of items, so levels 2 and 3 hold end tokens and
+    END rows.
+    """
+    rng = np.random.default_rng(seed)
+    vocab = 600
+    heads = rng.integers(0, 40, (1500, 2))
+    tails = rng.integers(0, vocab, (1500, 2))
+    items = [tuple(h) + tuple(t) for h, t in zip(heads.tolist(), tails.tolist(), strict=True)]
+    for k in range(6):
+        head = (41 + k, 7)
+        items += [head + (8 * (k + 3), 1), head + (8 * (k + 3) + 1 + k, 2), head + (500 - k, 3)]
+    if variable:
+        items += [s[: 2 + (i % 2)] for i, s in enumerate(items[:200])]
+    return items, vocab
+
+
+def _check_batch(index, oracle, level, nodes, prefixes, rng):
+    """Mask and transitions of one batch against the oracle; return the node ids reached."""
+    eos = index.eos_token
+    bitmask = np.full((len(nodes), index.bitmask_words), -1, dtype=np.int32)
+    got = bitmask_to_bool(index.fill_bitmask(nodes, level, bitmask), index.num_columns)
+    for i, p in enumerate(prefixes):
+        expect = np.zeros(index.num_columns, dtype=bool)
+        expect[sorted(oracle[p] if p is not None else {eos})] = True
+        assert np.array_equal(got[i], expect), (level, p, np.flatnonzero(got[i]))
+    # one allowed token per row, followed right after the fill (reusing it) and without reuse
+    choice = np.array([rng.choice(np.flatnonzero(r)) for r in got])
+    nxt = index.next_nodes(nodes, choice, level)
+    assert np.array_equal(nxt, index.next_nodes(nodes, choice, level, check=False))
+    reached = []
+    for i, p in enumerate(prefixes):
+        if eos is not None and choice[i] == eos:
+            assert nxt[i] == index.end_node
+            reached.append(None)
+        else:
+            reached.append(p + (int(choice[i]),))
+    # a token that is not a child of its row is refused right after the fill
+    row = int(rng.integers(len(nodes)))
+    allowed = set(np.flatnonzero(got[row]).tolist())
+    for bad_token, match in (
+        (next(t for t in range(index.num_columns) if t not in allowed), "not allowed"),
+        (index.num_columns + 5, "outside"),
+        (-3, "outside"),
+    ):
+        index.fill_bitmask(nodes, level, bitmask)
+        bad = choice.copy()
+        bad[row] = bad_token
+        with pytest.raises(CatalogError, match=match):
+            index.next_nodes(nodes, bad, level)
+    return nxt, reached
+
+
+@pytest.mark.parametrize("variable", [False, True])
+def test_slot_pattern_levels_match_oracle(variable, monkeypatch):
+    """Levels served by slot patterns (V = 600): batches with and without shared bytes, END rows."""
+    from tokensieve.retrieval import _numpy_step as nps
+
+    items, vocab = _pattern_catalog(variable, seed=11)
+    index = StaticIndex.from_sequences([list(s) for s in items], vocab, dense_depth=2, dense_budget=0.0)
+    pattern_levels = [2, 3] if variable else [2]
+    for level in pattern_levels:
+        assert level in index._slot_patterns
+        assert 2 <= index.level_width[level] <= nps.PATTERN_MAX_WIDTH
+    shared_calls = []
+    real_shared = nps._pattern_slots_shared
+
+    def counting(*args):
+        shared_calls.append(1)
+        return real_shared(*args)
+
+    monkeypatch.setattr(nps, "_pattern_slots_shared", counting)
+    node_of = walk_all(index, items)  # every node of a level in one batch: some rows share a byte
+    assert shared_calls
+    oracle = children_oracle(items, index.eos_token)
+    rng = np.random.default_rng(3)
+    seen = {"fast": 0, "shared": 0, "end rows": 0}
+    for _ in range(40):
+        # rows walk from the root along random allowed tokens, through the public API
+        rows = int(rng.integers(1, 40))
+        prefixes = [()] * rows
+        nodes = np.zeros(rows, dtype=np.int64)
+        for level in range(max(pattern_levels) + 1):
+            before = len(shared_calls)
+            at_end = index.end_node is not None and bool(np.any(nodes == index.end_node))
+            nxt, reached = _check_batch(index, oracle, level, nodes, prefixes, rng)
+            if level in pattern_levels:
+                index.fill_bitmask(nodes, level, np.zeros((rows, index.bitmask_words), np.int32))
+                kind = index._last.gathered[2]
+                if at_end:  # the END node has no slot pattern: the general path serves the batch
+                    assert kind != nps._PATTERN
+                    seen["end rows"] += 1
+                else:
+                    assert kind == nps._PATTERN
+                    seen["shared" if len(shared_calls) > before else "fast"] += 1
+            nodes, prefixes = nxt, reached
+    assert seen["fast"] and seen["shared"], seen
+    assert seen["end rows"] or not variable, seen
+    # a non-contiguous bitmask gets the same rows
+    level_nodes = np.arange(index.level_start[2], index.level_start[3])
+    plain = index.fill_bitmask(level_nodes, 2, np.zeros((len(level_nodes), index.bitmask_words), np.int32))
+    wide = np.full((len(level_nodes), 2 * index.bitmask_words), -1, dtype=np.int32)
+    index.fill_bitmask(level_nodes, 2, wide[:, ::2])
+    assert np.array_equal(wide[:, ::2], plain)
+    # every node of the next level in one batch, the childless ones (items' ends) included
+    prefix_of = {n: p for p, n in node_of.items()}
+    level_nodes = np.arange(index.level_start[3], index.level_start[4])
+    got = bitmask_to_bool(
+        index.fill_bitmask(level_nodes, 3, np.zeros((len(level_nodes), index.bitmask_words), np.int32)),
+        index.num_columns,
+    )
+    for row, node in enumerate(level_nodes.tolist()):
+        expect = oracle[prefix_of[node]] if node in prefix_of else set()  # no prefix: an item's end
+        assert set(np.flatnonzero(got[row]).tolist()) == expect

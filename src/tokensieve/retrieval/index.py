@@ -164,7 +164,11 @@ class StaticIndex:
                 and self._multi_child_fraction(d) >= nps.PATTERN_MIN_MULTI
             ):
                 self._slot_patterns[d] = nps.slot_patterns(
-                    self.row_ptr, self.edge_token, self._level_start[d], self._level_start[d + 1], self._level_width[d]
+                    self.row_ptr,
+                    self.edge_token,
+                    self._level_start[d],
+                    self._level_start[d + 1],
+                    self._level_width[d],
                 )
         # Pattern levels scatter bytes: the byte of each column inside a mask row
         # (int32 words in the machine's byte order) and its bit value in that byte.
