@@ -92,7 +92,8 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
             if edges is None:
                 raise GrammarError(_EMPTY_LANGUAGE)
         return _expand_edges(minimize_edges(edges), cdfa.class_of_byte)  # type: ignore[arg-type]
-    rows, accepting = cdfa.rows, cdfa.accepting
+    rows = cdfa.rows
+    accepting = cdfa.accepting if isinstance(cdfa.accepting, list) else [bool(a) for a in cdfa.accepting.tolist()]
     if nfa.has_dead:
         trimmed = trim(rows, accepting)
         if trimmed is None:

@@ -11,7 +11,7 @@ small and as a frozenset otherwise.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -73,12 +73,13 @@ class ClassDFA:
 
     Attributes
     ----------
-    lengths : list of int
+    lengths : list of int or numpy.ndarray
         ``lengths[s]``: the number of transitions of state ``s``.
-    classes, targets : list of int
+    classes, targets : list of int or numpy.ndarray
         The transitions ``(class, target)`` of all states, state by state,
         each state's by increasing class; classes not listed have no transition.
-    accepting : list of bool
+        Lists from the small-automaton path, int64 arrays from the array path.
+    accepting : list of bool or numpy.ndarray
     class_of_byte : numpy.ndarray
         ``int64 (256,)``: the class of each byte.
     start : int
@@ -89,10 +90,10 @@ class ClassDFA:
 
     def __init__(
         self,
-        lengths: list[int],
-        classes: list[int],
-        targets: list[int],
-        accepting: list[bool],
+        lengths: list[int] | np.ndarray,
+        classes: list[int] | np.ndarray,
+        targets: list[int] | np.ndarray,
+        accepting: list[bool] | np.ndarray,
         class_of_byte: np.ndarray,
     ) -> None:
         self.lengths = lengths
@@ -475,7 +476,7 @@ class _Collision(Exception):
 _SALT = np.uint64(0x2545F4914F6CDD1D)
 
 
-def _csr(lists: list[list[int]] | list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """``(ptr, flat)``: the lists concatenated, list ``i`` at ``flat[ptr[i]:ptr[i + 1]]``."""
     lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
     ptr = np.zeros(len(lists) + 1, dtype=np.int64)

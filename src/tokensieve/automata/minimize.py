@@ -407,7 +407,7 @@ def _classes(
             if len(preds_l) > 1:
                 preds, dec = np.unique(np.array(preds_l, dtype=np.int64), return_counts=True)
             else:
-                preds, dec = np.array(preds_l, dtype=np.int64), 1
+                preds, dec = np.array(preds_l, dtype=np.int64), np.ones(len(preds_l), dtype=np.int64)
         else:
             idx, counts = _spans(ptr, frontier)
             keys = (cid[dst[idx]].astype(np.uint64) << _SHIFT) | ucls[idx]

@@ -462,8 +462,8 @@ def _finish(
     q_rows = q_table.tolist()
     order = [q_start]
     number = {q_start: 0}
-    for q in order:
-        for t in q_rows[q]:
+    for q_id in order:
+        for t in q_rows[q_id]:
             if t >= 0 and t not in number:
                 number[t] = len(order)
                 order.append(t)
