@@ -263,7 +263,7 @@ def _pattern_catalog(variable: bool, seed: int) -> tuple[list[tuple[int, ...]], 
     heads = rng.integers(0, 40, (1500, 2))
     tails = rng.integers(0, vocab, (1500, 2))
     items = [tuple(h) + tuple(t) for h, t in zip(heads.tolist(), tails.tolist(), strict=True)]
-    for k in range(6):
+    for k in range(2):
         head = (41 + k, 7)
         items += [head + (8 * (k + 3), 1), head + (8 * (k + 3) + 1 + k, 2), head + (500 - k, 3)]
     if variable:
@@ -307,50 +307,54 @@ def _check_batch(index, oracle, level, nodes, prefixes, rng):
     return nxt, reached
 
 
+@pytest.mark.parametrize("narrow", [None, 1, 2])
 @pytest.mark.parametrize("variable", [False, True])
-def test_slot_pattern_levels_match_oracle(variable, monkeypatch):
-    """Levels served by slot patterns (V = 600): batches with and without shared bytes, END rows."""
+def test_slot_pattern_levels_match_oracle(variable, narrow, monkeypatch):
+    """Levels served by slot patterns (V = 600) against the oracle.
+
+    Batches of random rows take every table: the narrow first try (``narrow``
+    forces its width; ``None`` keeps the chosen one), the full width, the
+    table of rows whose children share a byte, and the general path for
+    batches with END rows.
+    """
     from tokensieve.retrieval import _numpy_step as nps
 
+    if narrow is not None:
+        monkeypatch.setattr(nps, "narrow_width", lambda histogram, rows: narrow)
     items, vocab = _pattern_catalog(variable, seed=11)
     index = StaticIndex.from_sequences([list(s) for s in items], vocab, dense_depth=2, dense_budget=0.0)
     pattern_levels = [2, 3] if variable else [2]
     for level in pattern_levels:
         assert level in index._slot_patterns
         assert 2 <= index.level_width[level] <= nps.PATTERN_MAX_WIDTH
-    shared_calls = []
-    real_shared = nps._pattern_slots_shared
-
-    def counting(*args):
-        shared_calls.append(1)
-        return real_shared(*args)
-
-    monkeypatch.setattr(nps, "_pattern_slots_shared", counting)
     node_of = walk_all(index, items)  # every node of a level in one batch: some rows share a byte
-    assert shared_calls
     oracle = children_oracle(items, index.eos_token)
     rng = np.random.default_rng(3)
-    seen = {"fast": 0, "shared": 0, "end rows": 0}
+    seen = {"narrow": 0, "wide": 0, "shared": 0, "end rows": 0}
     for _ in range(40):
         # rows walk from the root along random allowed tokens, through the public API
         rows = int(rng.integers(1, 40))
         prefixes = [()] * rows
         nodes = np.zeros(rows, dtype=np.int64)
         for level in range(max(pattern_levels) + 1):
-            before = len(shared_calls)
             at_end = index.end_node is not None and bool(np.any(nodes == index.end_node))
             nxt, reached = _check_batch(index, oracle, level, nodes, prefixes, rng)
             if level in pattern_levels:
                 index.fill_bitmask(nodes, level, np.zeros((rows, index.bitmask_words), np.int32))
-                kind = index._last.gathered[2]
+                kind, slots = index._last.gathered[2:4]
                 if at_end:  # the END node has no slot pattern: the general path serves the batch
                     assert kind != nps._PATTERN
                     seen["end rows"] += 1
                 else:
                     assert kind == nps._PATTERN
-                    seen["shared" if len(shared_calls) > before else "fast"] += 1
+                    plan = index._plans[(rows, level)]
+                    if narrow is not None:
+                        assert plan.narrow.width == narrow
+                    name = next(n for n in ("narrow", "wide", "shared") if getattr(plan, n) is slots)
+                    seen[name] += 1
             nodes, prefixes = nxt, reached
-    assert seen["fast"] and seen["shared"], seen
+    assert seen["narrow"] and seen["shared"], seen
+    assert seen["wide"] or narrow is None, seen
     assert seen["end rows"] or not variable, seen
     # a non-contiguous bitmask gets the same rows
     level_nodes = np.arange(index.level_start[2], index.level_start[3])
@@ -368,3 +372,14 @@ def test_slot_pattern_levels_match_oracle(variable, monkeypatch):
     for row, node in enumerate(level_nodes.tolist()):
         expect = oracle[prefix_of[node]] if node in prefix_of else set()  # no prefix: an item's end
         assert set(np.flatnonzero(got[row]).tolist()) == expect
+
+
+def test_narrow_width_trades_slots_for_retries():
+    """Few wide nodes: a narrow first try; many rows make a wide node likely, so the full width."""
+    from tokensieve.retrieval._numpy_step import narrow_width
+
+    histogram = np.array([0, 100_000, 1_000, 10, 1])  # children 1..4
+    assert narrow_width(histogram, 1) == 1
+    assert 1 < narrow_width(histogram, 140) < 4
+    assert narrow_width(histogram, 100_000) == 4
+    assert narrow_width(np.array([0, 5, 5, 5]), 50) == 3

@@ -40,6 +40,7 @@ the chosen tokens on the same rows needs no second gather.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,6 +53,7 @@ __all__ = [
     "PATTERN_MAX_WIDTH",
     "PATTERN_MIN_MULTI",
     "Gathered",
+    "PatternSlots",
     "SparsePlan",
     "allowed_bool",
     "apply_mask",
@@ -59,6 +61,7 @@ __all__ = [
     "dense_rows",
     "fill_bitmask",
     "follow",
+    "narrow_width",
     "next_nodes",
     "slot_patterns",
 ]
@@ -134,6 +137,58 @@ def slot_patterns(
     return ids.astype(np.uint8), offsets
 
 
+def narrow_width(histogram: np.ndarray, rows: int) -> int:
+    """Slots per row for the first try at a slot-pattern level of ``rows`` rows.
+
+    ``histogram[c]`` counts the level's nodes with ``c`` children. A batch
+    with a row of more children is retried at the level's full width, which
+    costs about two slots per row more; a row is taken to sit on a node with
+    ``c`` children with a probability proportional to ``c * histogram[c]``
+    (the items below it). Returns the width with the least expected cost.
+    """
+    width = len(histogram) - 1
+    weight = histogram * np.arange(width + 1)
+    total = max(int(weight.sum()), 1)
+    best, best_cost = width, float(width)
+    for w in range(1, width):
+        wider = float(weight[w + 1 :].sum()) / total  # a row needs more than w slots
+        cost = w + (1.0 - math.exp(-rows * wider)) * (width - w + 2)
+        if cost < best_cost:
+            best, best_cost = w, cost
+    return best
+
+
+class PatternSlots:
+    """The slot offsets of some slot patterns at one width, bound for a row count.
+
+    Attributes
+    ----------
+    width
+        Slots per row.
+    table
+        One ``width * 8``-byte item per pattern id (the ids served, from 0):
+        a 1-D ``take`` of the rows' pattern ids gives every row's int64 edge
+        offsets, and raises ``IndexError`` for any other id.
+    row
+        ``rows * width`` row number of every flat position.
+    row_base
+        ``row * width`` per row: the flat position of each row's first slot.
+    byte_offsets
+        ``row * 4 * words`` for every flat position (the row's first mask byte).
+    """
+
+    __slots__ = ("byte_offsets", "row", "row_base", "table", "width")
+
+    def __init__(self, offsets: np.ndarray, rows: int, words: int) -> None:
+        self.width = width = offsets.shape[1]
+        as_items = np.dtype((np.void, 8 * width))
+        self.table = np.ascontiguousarray(offsets, dtype=np.int64).view(as_items).reshape(-1)
+        base = np.arange(rows, dtype=np.int64)
+        self.row = np.repeat(base, width)
+        self.row_base = base * width
+        self.byte_offsets = np.repeat(base * (4 * words), width)
+
+
 class SparsePlan:
     """Everything one sparse (or unary) level needs for a given row count, bound once.
 
@@ -151,36 +206,33 @@ class SparsePlan:
         the level have more than one child).
     info
         The level's :func:`slot_patterns` ids, or ``None``.
-    shared_slots
-        The level's slot offsets as one ``width * 8``-byte item per pattern
-        (so a 1-D ``take`` of pattern ids yields every row's offsets), or ``None``.
-    pattern_slots
-        ``shared_slots`` with far offsets for the patterns whose children
-        share a byte: a batch without such rows needs no test for them.
-    row_base
-        ``row * width`` per row (int64): the flat position of each row's first slot.
-    words, byte_offsets
-        The index's mask words per row, and :meth:`offsets` of its bytes.
+    narrow, wide, shared
+        :class:`PatternSlots` of a slot-pattern level (else ``None``): the
+        rows with at most ``narrow.width`` children and no shared byte (a
+        width chosen for this row count by :func:`narrow_width`), the rows
+        with no shared byte (``None`` when ``narrow`` is as wide as the
+        level), and every row.
+    words
+        The index's mask words per row.
     """
 
     __slots__ = (
         "_offsets",
         "bit_value",
         "byte_of",
-        "byte_offsets",
         "byte_value",
         "edge_token",
         "info",
         "inside_table",
-        "pattern_slots",
+        "narrow",
         "row",
-        "row_base",
         "row_end",
         "row_ptr",
         "rows",
-        "shared_slots",
+        "shared",
         "single_first",
         "slot",
+        "wide",
         "width",
         "word_of",
         "words",
@@ -198,24 +250,24 @@ class SparsePlan:
         self.edge_token = ix.edge_token
         self.bit_value = ix._bit_value_i32
         self.word_of = ix._word_of_token
-        self.row_base = np.arange(rows, dtype=np.int64) * width
+        self.words = ix._words
         patterns = ix._slot_patterns.get(level)
-        self.info = self.pattern_slots = self.shared_slots = None
+        self.info = self.narrow = self.wide = self.shared = None
         if patterns is not None:
-            self.info = patterns[0]
-            as_items = np.dtype((np.void, 8 * width))
-            self.shared_slots = patterns[1].view(as_items).reshape(-1)
-            fast = patterns[1].copy()
-            fast[width : (1 << width) - 1] = _FAR  # rows with a shared byte: IndexError, see fill_bitmask
-            self.pattern_slots = fast.view(as_items).reshape(-1)
+            self.info, offsets = patterns
+            narrow = narrow_width(ix._child_count_histogram(level), rows)
+            # pattern ids below w are the rows with at most w children and no
+            # shared byte (id = children - 1): a table of w entries refuses the others
+            self.narrow = PatternSlots(offsets[:narrow, :narrow], rows, ix._words)
+            if narrow < width:
+                self.wide = PatternSlots(offsets[:width], rows, ix._words)
+            self.shared = PatternSlots(offsets, rows, ix._words)
         self.byte_value = ix._byte_value
         self.byte_of = ix._byte_of_token
         # Worth trying when a batch of this many rows is all one-child rows at
         # least about half of the time.
         self.single_first = width > 1 and ix._multi_child_fraction(level) * rows < 0.5
         self._offsets: dict[tuple[int, int], np.ndarray] = {}
-        self.words = ix._words
-        self.byte_offsets = self.offsets(4 * ix._words)
 
     def offsets(self, words: int, width: int | None = None) -> np.ndarray:
         """``row * words`` for every flat position (``width`` slots per row; default the level's)."""
@@ -298,19 +350,22 @@ def _scatter(bitmask: np.ndarray, flat: np.ndarray, bits: np.ndarray, accumulate
         bitmask[...] = target.reshape(bitmask.shape)
 
 
-def _pattern_slots_shared(
-    plan: SparsePlan, nodes: np.ndarray, local: np.ndarray
-) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Edge ids and tokens of every slot, rows whose children share a byte included.
+def _wider_slots(plan: SparsePlan, local: np.ndarray) -> tuple[PatternSlots | None, np.ndarray | None]:
+    """The first of the level's wide and shared slot tables that serves every row, and the rows' offsets.
 
-    ``(None, None)`` when a row sits at the END node or on a node without children.
+    ``(None, None)`` when a row sits at the END node (no pattern id).
     """
     try:
-        idx = plan.shared_slots.take(plan.info.take(local)).view(_INT64)
-        idx += plan.row_ptr.take(nodes).astype(_INT64).take(plan.row)
-        return idx, plan.edge_token.take(idx)
+        info = plan.info.take(local)
     except IndexError:
         return None, None
+    for slots in (plan.wide, plan.shared):
+        if slots is not None:
+            try:
+                return slots, slots.table.take(info).view(_INT64)
+            except IndexError:
+                pass
+    return None, None
 
 
 def _scatter_bytes(bitmask: np.ndarray, flat: np.ndarray, values: np.ndarray) -> None:
@@ -361,21 +416,24 @@ def fill_bitmask(
     if plan.info is not None and filt is None:
         if local is None:
             local = nodes - ix._level_bounds[level][0]
+        slots = plan.narrow
         try:
             info = plan.info.take(local)  # IndexError: a row at the END node
-            idx = plan.pattern_slots.take(info).view(_INT64)  # rows * width edge offsets
-            idx += plan.row_ptr.take(nodes).astype(_INT64).take(plan.row)
-            tok = plan.edge_token.take(idx)  # IndexError: some row's children share a byte
-            shared = False
+            idx = slots.table.take(info).view(_INT64)  # IndexError: more children, a shared byte, none
         except IndexError:
-            idx, tok = _pattern_slots_shared(plan, nodes, local)
-            shared = True
-        if tok is not None:
+            slots, idx = _wider_slots(plan, local)
+        if slots is not None:
+            idx += plan.row_ptr.take(nodes).astype(_INT64).take(slots.row)
+            try:
+                tok = plan.edge_token.take(idx)  # IndexError: a row without children
+            except IndexError:
+                slots = None
+        if slots is not None:
             tok = tok.astype(_INT64)
             value = plan.byte_value.take(tok)
             flat = plan.byte_of.take(tok)
-            flat += plan.byte_offsets if words == plan.words else plan.offsets(4 * words)
-            if shared:
+            flat += slots.byte_offsets if words == plan.words else plan.offsets(4 * words, slots.width)
+            if slots is plan.shared:
                 # equal bytes are adjacent (tokens sorted per row): or each run into one value
                 run = np.empty(flat.size, dtype=bool)
                 run[0] = True
@@ -389,7 +447,7 @@ def fill_bitmask(
                 bitmask.view(_UINT8).reshape(-1)[flat] = value
             else:
                 _scatter_bytes(bitmask, flat, value)
-            return (level, key, _PATTERN, None, idx, tok, None, plan)
+            return (level, key, _PATTERN, slots, idx, tok, None, plan)
     off = ix._unary_offset[level]
     if off is not None:
         idx = nodes + off
@@ -533,12 +591,12 @@ def next_nodes(
     else:
         kind = gathered[2]
         if kind == _PATTERN:
-            _, _, _, _, idx, tok, _, plan = gathered
-            hit = tok == tokens.take(plan.row)
+            _, _, _, slots, idx, tok, _, _ = gathered
+            hit = tok == tokens.take(slots.row)
             # the first slot holding the token: the slots past a node's children
             # repeat its last child (the same edge), so any hit leads to the same node
-            pos = hit.reshape(rows, plan.width).argmax(axis=1)
-            pos += plan.row_base
+            pos = hit.reshape(rows, slots.width).argmax(axis=1)
+            pos += slots.row_base
             ok = np.count_nonzero(hit.take(pos)) == rows
             nxt = idx.take(pos)
             nxt += _ONE

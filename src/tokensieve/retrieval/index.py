@@ -155,6 +155,7 @@ class StaticIndex:
             )
             self._unary_offset.append(np.array(int(self.row_ptr[lo]) - lo, dtype=np.int64) if unary else None)
         self._multi_child: dict[int, float] = {}
+        self._child_counts: dict[int, np.ndarray] = {}
         # Slot patterns of the sparse levels with many multi-child nodes (see _numpy_step).
         self._slot_patterns: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for d in range(self._dense_depth, self._num_levels):
@@ -871,6 +872,16 @@ class StaticIndex:
             counts = np.diff(self.row_ptr[lo : hi + 1])
             got = float(np.count_nonzero(counts > 1)) / max(hi - lo, 1)
             self._multi_child[level] = got
+        return got
+
+    def _child_count_histogram(self, level: int) -> np.ndarray:
+        """``histogram[c]``: nodes of the level with ``c`` children (cached)."""
+        got = self._child_counts.get(level)
+        if got is None:
+            lo, hi = self._level_start[level], self._level_start[level + 1]
+            counts = np.diff(self.row_ptr[lo : hi + 1])
+            got = np.bincount(counts, minlength=self._level_width[level] + 1)
+            self._child_counts[level] = got
         return got
 
     def _row_index(self, rows: int) -> np.ndarray:
