@@ -88,6 +88,7 @@ PATTERN_MAX_WIDTH = 8
 PATTERN_MIN_MULTI = 1 / 256
 #: A slot offset past every edge array: a ``take`` there raises ``IndexError``.
 _FAR = 1 << 48
+_NO_PATTERNS = np.zeros(0, dtype=np.uint8)
 
 
 def slot_patterns(
@@ -205,7 +206,7 @@ class SparsePlan:
         Whether a fill first tries the one-child-per-row path (few nodes of
         the level have more than one child).
     info
-        The level's :func:`slot_patterns` ids, or ``None``.
+        The level's :func:`slot_patterns` ids (empty without slot patterns).
     narrow, wide, shared
         :class:`PatternSlots` of a slot-pattern level (else ``None``): the
         rows with at most ``narrow.width`` children and no shared byte (a
@@ -252,7 +253,10 @@ class SparsePlan:
         self.word_of = ix._word_of_token
         self.words = ix._words
         patterns = ix._slot_patterns.get(level)
-        self.info = self.narrow = self.wide = self.shared = None
+        self.info: np.ndarray = _NO_PATTERNS
+        self.narrow: PatternSlots | None = None
+        self.wide: PatternSlots | None = None
+        self.shared: PatternSlots | None = None
         if patterns is not None:
             self.info, offsets = patterns
             narrow = narrow_width(ix._child_count_histogram(level), rows)
@@ -350,22 +354,22 @@ def _scatter(bitmask: np.ndarray, flat: np.ndarray, bits: np.ndarray, accumulate
         bitmask[...] = target.reshape(bitmask.shape)
 
 
-def _wider_slots(plan: SparsePlan, local: np.ndarray) -> tuple[PatternSlots | None, np.ndarray | None]:
+def _wider_slots(plan: SparsePlan, local: np.ndarray) -> tuple[PatternSlots | None, np.ndarray]:
     """The first of the level's wide and shared slot tables that serves every row, and the rows' offsets.
 
-    ``(None, None)`` when a row sits at the END node (no pattern id).
+    No table (``None`` and an empty array) when a row sits at the END node (no pattern id).
     """
     try:
         info = plan.info.take(local)
     except IndexError:
-        return None, None
+        return None, _NO_PATTERNS
     for slots in (plan.wide, plan.shared):
         if slots is not None:
             try:
                 return slots, slots.table.take(info).view(_INT64)
             except IndexError:
                 pass
-    return None, None
+    return None, _NO_PATTERNS
 
 
 def _scatter_bytes(bitmask: np.ndarray, flat: np.ndarray, values: np.ndarray) -> None:
@@ -413,10 +417,10 @@ def fill_bitmask(
             bitmask[:, ix._words :] = 0
         return (level, key, _DENSE, local, None, None, None, None)
     plan = ix._plans.get((rows, level)) or ix._plan(rows, level)
-    if plan.info is not None and filt is None:
+    slots = plan.narrow
+    if slots is not None and filt is None:  # a slot-pattern level
         if local is None:
             local = nodes - ix._level_bounds[level][0]
-        slots = plan.narrow
         try:
             info = plan.info.take(local)  # IndexError: a row at the END node
             idx = slots.table.take(info).view(_INT64)  # IndexError: more children, a shared byte, none
