@@ -17,7 +17,7 @@ def test_exponential_dfa_fails_fast() -> None:
         regex_to_dfa("(a|b)*a(a|b){30}")
     elapsed = time.perf_counter() - t0
     assert info.value.limit == "max_dfa_states"
-    assert elapsed < 2.0, elapsed  # typically about 0.15 s
+    assert elapsed < 10.0, elapsed  # typically about 0.15 s; generous for a loaded machine
 
 
 def test_dfa_state_limit_is_exact() -> None:
@@ -36,7 +36,7 @@ def test_nfa_limit_before_building() -> None:
     with pytest.raises(LimitExceeded) as info:
         regex_to_dfa("(.{1000}){100}")
     assert info.value.limit == "max_nfa_states"
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 5.0  # both fail before building: milliseconds
 
 
 def test_compile_work_limit() -> None:
