@@ -17,15 +17,23 @@ per-token table is read with them directly:
   distinct, so adding their bits equals or-ing them);
 * sparse levels up to :data:`PATTERN_MAX_WIDTH` wide with many multi-child
   nodes keep one byte per node, the id of its *slot pattern* (child count,
-  and which neighbouring children share a mask word). A pattern's slot
+  and which neighbouring children share a mask byte). A pattern's slot
   offsets repeat the node's last child in the slots past its end, so every
-  slot of the flat gather writes a (word, bit) pair of its own row and the
-  mask is one plain assignment instead of an ``np.add.at``. When a row's
-  children share a mask word, those slots are adjacent (edges are sorted by
-  token), so the batch is or-reduced per run of equal words
-  (``np.bitwise_or.reduceat``) before the assignment; childless nodes get
-  offsets that no edge array reaches, so their batch falls back to the
-  sparse path below;
+  slot writes a (byte, bit) pair of its own row and the mask is one plain
+  assignment of bytes (a uint8 view of the int32 rows; a per-column table
+  gives each token's byte, so the machine's byte order is respected). The
+  offset tables are read with one 1-D ``take`` of the pattern ids (one
+  ``8 * width``-byte item per pattern) and hold only the patterns they
+  serve, so a batch they cannot serve raises ``IndexError`` instead of
+  being tested: first a *narrow* table (rows with at most ``w`` children
+  and no shared byte; ``w`` chosen from the level's child counts and the
+  row count, see :func:`narrow_width`), then the full width, then every
+  pattern: rows whose children share a byte have those slots adjacent
+  (edges are sorted by token), so that batch is or-reduced per run of
+  equal bytes (``np.bitwise_or.reduceat``) first. Batches with an END row
+  or a childless node take the sparse path below. Following a token takes
+  the row's first matching slot (``argmax``): a repeated slot holds the
+  same edge;
 * mostly-single sparse levels (few nodes with more than one child, like the
   level after the last "bushy" one of a semantic-ID catalog): when every row
   of a batch has exactly one child, only that child is read, as on a unary
