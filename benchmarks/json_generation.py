@@ -126,9 +126,14 @@ def run(
     batch: int,
     max_new_tokens: int,
     temperature: float,
+    budget_s: float = 0.0,
     log: bool = True,
 ) -> tuple[list[Outcome], dict[str, Any]]:
-    """Generate and check one instance per (schema, seed); returns the outcomes and timing facts."""
+    """Generate and check one instance per (schema, seed); returns the outcomes and timing facts.
+
+    With ``budget_s > 0``, no batch starts once generation has run that long
+    (rows go seed by seed, so the first seed covers every schema first).
+    """
     import torch
 
     from tokensieve import LimitExceeded, SchemaError
@@ -167,7 +172,13 @@ def run(
     rows = [(r, s) for s in seeds for r in records if r["name"] in compiled]
     gen_tokens = 0
     t_gen = time.perf_counter()
+    not_run = 0
     for b in range(0, len(rows), batch):
+        if budget_s and time.perf_counter() - t_gen > budget_s:
+            not_run = len(rows) - b
+            if log:
+                print(f"  time budget spent: {not_run} of {len(rows)} rows not generated", file=sys.stderr)
+            break
         chunk = rows[b : b + batch]
         seed = chunk[0][1]
         prompts = [build_prompt_ids(tokenizer, prompt_for(r)) for r, _ in chunk]
@@ -224,6 +235,7 @@ def run(
         "generate_s": round(time.perf_counter() - t_gen, 1),
         "generated_tokens": gen_tokens,
         "torch_threads": torch.get_num_threads(),
+        "rows_not_run": not_run,
     }
     return outcomes, facts
 
@@ -240,6 +252,11 @@ def render(outcomes: list[Outcome], facts: dict[str, Any], args: argparse.Namesp
         f"model load {facts['model_load_s']} s, compile {facts['compile_s_total']} s, "
         f"generation {facts['generate_s']} s for {facts['generated_tokens']} tokens "
         f"({facts['torch_threads']} torch threads, Python {platform.python_version()}).",
+        *(
+            [f"Stopped at the time budget: {facts['rows_not_run']} (schema, seed) rows were not generated."]
+            if facts.get("rows_not_run")
+            else []
+        ),
         "",
         "| group | generated | finished | parsed | valid | invalid | invalid (unenforced keyword only) | hit max tokens | errors |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -279,6 +296,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     parser.add_argument("--json", type=Path, default=None, help="also write every output to this JSON file")
     parser.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=0,
+        help="start no batch after this many minutes of generation (0: no budget); the report says what was left",
+    )
+    parser.add_argument(
         "--max-memory-gb",
         type=float,
         default=0,
@@ -312,7 +335,12 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     outcomes, facts = run(
-        records, args.seed_list, batch=args.batch, max_new_tokens=args.max_new_tokens, temperature=args.temperature
+        records,
+        args.seed_list,
+        batch=args.batch,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        budget_s=args.budget_minutes * 60,
     )
     report = render(outcomes, facts, args)
     print(report)
