@@ -35,10 +35,6 @@ __all__ = ["LongTokens", "SHARE_DEPTH", "mask_representatives"]
 #: states equivalent for every string of this many bytes share the mask of their short tokens
 SHARE_DEPTH = 16
 
-_W1 = np.random.default_rng(0x5EED).integers(1, 2**63, size=256, dtype=np.uint64) | np.uint64(1)
-_W2 = np.random.default_rng(0xC0DE).integers(1, 2**63, size=256, dtype=np.uint64) | np.uint64(1)
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-
 
 def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: int) -> np.ndarray:
     """For every state, the smallest state whose token mask is certainly the same.
@@ -59,80 +55,116 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
         ``int64 (S,)``: ``rep[s] <= s``, ``rep[rep[s]] == rep[s]``.
     """
     num_states = int(transitions.shape[0])
-    # identical byte columns (bytes the automaton never tells apart) are looked at once
-    columns, _ = _distinct_columns(transitions)
-    targets = np.where(columns >= 0, columns, num_states).astype(np.int64)
-    preds = _Predecessors(targets, num_states)
+    if not num_states:
+        return np.zeros(0, dtype=np.int64)
     # round d: states with the same viable strings of at most d bytes (acceptance
     # along the way does not matter to a mask, only the state's own: added at the end)
-    label = np.zeros(num_states + 1, dtype=np.int64)
+    cls = np.zeros(num_states, dtype=np.int32)
+    if depth > 0:
+        # identical byte columns (bytes the automaton never tells apart) are looked at once;
+        # a missing transition leads to the extra state ``num_states``
+        targets = _distinct_columns(transitions)
+        np.putmask(targets, targets < 0, num_states)
+        cls = _refine(targets.astype(np.intp), num_states, depth)
+    _, first, inverse = np.unique(
+        cls.astype(np.int64) * 2 + accepting, return_index=True, return_inverse=True
+    )
+    return first.take(np.asarray(inverse, dtype=np.int64).reshape(-1))
+
+
+def _refine(targets: np.ndarray, num_states: int, depth: int) -> np.ndarray:
+    """The class labels (``int32 (S,)``) after ``depth`` rounds of refinement.
+
+    Round 1 splits the states by which byte columns are missing; every later
+    round by the labels of the successors on every column. Only states with a
+    relabelled successor can leave their class: each class they are in is
+    compared with one member that has none (its old signature). A class keeps
+    its label for the group of that member, or else for its largest group; the
+    other groups get fresh labels, and their predecessors are the next
+    candidates.
+    """
+    missing = np.packbits(targets == num_states, axis=1)
+    cls, _ = _row_groups(missing.astype(np.int32), None)
+    next_label = int(cls.max()) + 1
+    label = np.empty(num_states + 1, dtype=np.int32)
+    label[:num_states] = cls
     label[num_states] = -1  # the missing transition
     cls = label[:num_states]  # a view: the labels of the states
-    next_label = 1
-    every = np.arange(num_states, dtype=np.int64)
-    changed = every
-    for _ in range(max(depth, 0)):
-        if not changed.size:
-            break  # stable: later rounds split nothing
-        # only states with a relabelled successor can leave their class; each class
-        # they are in is compared with one member that has none (its old signature)
-        cand = every if changed is every else preds.of(changed)
-        if cand.size * 2 > num_states:
+    every = np.arange(num_states, dtype=np.intp)
+    changed: np.ndarray | None = None  # None: every state was relabelled
+    preds: _Predecessors | None = None
+    for _ in range(depth - 1):
+        if changed is None:
             cand = every
-        if cand is every:
-            act, witness = every, np.zeros(num_states, dtype=bool)
         else:
-            act, witness = _with_witnesses(cls, cand)
-        rows = np.empty((act.size, targets.shape[1] + 1), dtype=np.int64)
-        rows[:, 0] = cls.take(act)
-        rows[:, 1:] = label.take(targets.take(act, axis=0))
-        group, num_groups = _row_ids(rows)
-        # a class keeps its label for the group of its witness, or else for its largest
-        # group (the others are relabelled: their predecessors are the next candidates)
-        keep = np.zeros(num_groups, dtype=bool)
-        keep[group[witness]] = True
-        group_class = np.empty(num_groups, dtype=np.int64)
-        group_class[group] = rows[:, 0]
-        class_ids = _dense(group_class)
-        has_witness = np.zeros(num_groups, dtype=bool)
-        has_witness[class_ids[keep]] = True
-        size = np.bincount(group, minlength=num_groups)
-        # largest group of each class: sort by (class, size) and take the last of each class
-        order = np.lexsort((size, class_ids))
-        last = np.ones(num_groups, dtype=bool)
-        last[:-1] = class_ids.take(order[1:]) != class_ids.take(order[:-1])
-        largest = np.zeros(num_groups, dtype=bool)
-        largest[order[last]] = True
-        keep |= largest & ~has_witness.take(class_ids)
+            if not changed.size:
+                break  # stable: later rounds split nothing
+            if preds is None:
+                preds = _Predecessors(targets, num_states)
+            cand = preds.of(changed)
+            if cand.size * 2 > num_states:
+                cand = every
+        if cand is every:
+            act, witness = every, None
+            rows = label.take(targets, mode="clip")
+        else:
+            act, witness = _with_witnesses(cls, cand, next_label)
+            rows = label.take(targets.take(act, axis=0), mode="clip")
+        act_cls = cls.take(act)
+        group, num_groups = _row_groups(rows, act_cls)
+        keep = _kept_groups(group, num_groups, act_cls, witness)
         fresh = np.flatnonzero(~keep)
         if not fresh.size:
             break
-        new_label = np.zeros(num_groups, dtype=np.int64)
-        new_label[fresh] = np.arange(next_label, next_label + fresh.size, dtype=np.int64)
+        new_label = np.zeros(num_groups, dtype=np.int32)
+        new_label[fresh] = np.arange(next_label, next_label + fresh.size, dtype=np.int32)
         next_label += int(fresh.size)
         moved = ~keep.take(group)
         changed = act[moved]
         cls[changed] = new_label.take(group[moved])
-    final = _dense(cls * 2 + accepting.astype(np.int64))
-    first = np.full(int(final.max()) + 1, num_states, dtype=np.int64)
-    np.minimum.at(first, final, np.arange(num_states, dtype=np.int64))
-    return first.take(final)
+    return cls
+
+
+def _kept_groups(
+    group: np.ndarray, num_groups: int, act_cls: np.ndarray, witness: np.ndarray | None
+) -> np.ndarray:
+    """Which groups keep their class's label: the group of the class's witness, or else its largest."""
+    keep = np.zeros(num_groups, dtype=bool)
+    group_class = np.empty(num_groups, dtype=np.int32)
+    group_class[group] = act_cls
+    size = np.bincount(group, minlength=num_groups)
+    # largest group of each class: sort by (class, size) and take the last of each class
+    order = np.lexsort((size, group_class))
+    sorted_class = group_class.take(order)
+    last = np.ones(num_groups, dtype=bool)
+    np.not_equal(sorted_class[1:], sorted_class[:-1], out=last[:-1])
+    largest = order[last]
+    if witness is None:
+        keep[largest] = True
+        return keep
+    held = group[witness]
+    keep[held] = True
+    has_witness = np.zeros(int(sorted_class[-1]) + 1, dtype=bool)
+    has_witness[group_class.take(held)] = True
+    keep[largest[~has_witness.take(group_class.take(largest))]] = True
+    return keep
 
 
 class _Predecessors:
     """The distinct predecessors of every state, in CSR form."""
 
     def __init__(self, targets: np.ndarray, num_states: int) -> None:
-        rows = np.sort(targets, axis=1)
-        distinct = np.ones(rows.shape, dtype=bool)
-        distinct[:, 1:] = rows[:, 1:] != rows[:, :-1]
+        rows = np.sort(targets.astype(np.int32), axis=1)
+        distinct = np.empty(rows.shape, dtype=bool)
+        distinct[:, 0] = True
+        np.not_equal(rows[:, 1:], rows[:, :-1], out=distinct[:, 1:])
         distinct &= rows < num_states
-        src = np.repeat(np.arange(rows.shape[0], dtype=np.int64), distinct.sum(axis=1))
-        dst = rows[distinct]
-        order = np.argsort(dst, kind="stable")
-        self.src = src.take(order)
-        self.count = np.bincount(dst, minlength=num_states).astype(np.int64)
-        self.start = np.zeros(num_states + 1, dtype=np.int64)
+        src, col = np.nonzero(distinct)
+        dst = rows[src, col].astype(np.int64)
+        key = np.sort(dst * num_states + src)
+        self.src = key % num_states
+        self.count = np.bincount(dst, minlength=num_states).astype(np.intp)
+        self.start = np.zeros(num_states + 1, dtype=np.intp)
         np.cumsum(self.count, out=self.start[1:])
         self._mark = np.zeros(num_states, dtype=bool)
 
@@ -142,7 +174,7 @@ class _Predecessors:
         ends = np.cumsum(counts)
         total = int(ends[-1]) if ends.size else 0
         pos = np.repeat(self.start.take(states) - ends + counts, counts)
-        pos += np.arange(total, dtype=np.int64)
+        pos += np.arange(total, dtype=np.intp)
         mark = self._mark
         mark[self.src.take(pos)] = True
         out = np.flatnonzero(mark)
@@ -150,41 +182,62 @@ class _Predecessors:
         return out
 
 
-def _with_witnesses(cls: np.ndarray, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _with_witnesses(cls: np.ndarray, cand: np.ndarray, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
     """``cand`` followed by one state outside ``cand`` from each class that ``cand`` meets (if
     the class has one), and flags marking those witnesses."""
-    outside = np.ones(cls.size, dtype=bool)
+    touched = np.zeros(num_labels, dtype=bool)
+    touched[cls.take(cand)] = True
+    outside = touched.take(cls)
     outside[cand] = False
-    labels = np.unique(cls.take(cand))
-    at = np.minimum(np.searchsorted(labels, cls), labels.size - 1)
-    others = np.flatnonzero((labels.take(at) == cls) & outside)
+    others = np.flatnonzero(outside)
     if others.size:
-        _, first = np.unique(cls.take(others), return_index=True)
-        others = others.take(first)
+        pick = np.full(num_labels, -1, dtype=np.intp)
+        pick[cls.take(others)] = others  # any one member of each class will do
+        others = pick[pick >= 0]
     act = np.concatenate([cand, others])
     flags = np.zeros(act.size, dtype=bool)
     flags[cand.size :] = True
     return act, flags
 
 
-def _row_ids(rows: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense ids of the rows of an ``int64`` matrix (equal rows, equal ids; exact) and their number."""
-    h = rows.astype(np.uint64) @ _weights(rows.shape[1])
+def _row_groups(rows: np.ndarray, first_column: np.ndarray | None) -> tuple[np.ndarray, int]:
+    """Dense ids of the rows of an ``int32`` matrix, with ``first_column`` prepended if given
+    (equal rows, equal ids; exact), and their number.
+
+    Rows are grouped by a 64-bit hash, then every row is compared with the first
+    row of its group; the groups that hold a collision are split exactly.
+    """
+    weights = _weights(rows.shape[1] + 1)
+    h = np.einsum("ij,j->i", rows, weights[1:])
+    if first_column is not None:
+        h += first_column * weights[0]
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
-    if np.array_equal(rows.take(first.take(inverse), axis=0), rows):
-        return inverse, int(first.size)
-    # two distinct rows with one hash (about n**2 / 2**64): sort the rows themselves
-    _, inverse = np.unique(rows, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse, dtype=np.int64).reshape(-1)
-    return inverse, int(inverse.max()) + 1 if inverse.size else 0
+    group = np.asarray(inverse, dtype=np.intp).reshape(-1)
+    rep = first.take(group)
+    same = (rows.take(rep, axis=0) == rows).all(axis=1)
+    if first_column is not None:
+        same &= first_column.take(rep) == first_column
+    if same.all():
+        return group, int(first.size)
+    # two distinct rows with one hash: the groups holding them are sorted out row by row
+    bad = np.zeros(first.size, dtype=bool)
+    bad[group[~same]] = True
+    members = np.flatnonzero(bad.take(group))
+    full = rows.take(members, axis=0)
+    if first_column is not None:
+        full = np.concatenate([first_column.take(members)[:, None], full], axis=1)
+    _, sub = np.unique(full, axis=0, return_inverse=True)
+    sub = np.asarray(sub, dtype=np.intp).reshape(-1)
+    group = group.copy()
+    group[members] = first.size + sub
+    return _dense(group), int(np.unique(group).size)
 
 
 def _weights(width: int) -> np.ndarray:
     """Odd random 64-bit weights for a row hash of ``width`` columns (fixed per width)."""
     w = _WEIGHTS.get(width)
     if w is None:
-        w = np.random.default_rng(0x5EED + width).integers(1, 2**63, size=width, dtype=np.uint64) | np.uint64(1)
+        w = np.random.default_rng(0x5EED + width).integers(1, 2**62, size=width, dtype=np.int64) | np.int64(1)
         _WEIGHTS[width] = w
     return w
 
@@ -195,7 +248,7 @@ _WEIGHTS: dict[int, np.ndarray] = {}
 def _dense(values: np.ndarray) -> np.ndarray:
     """Dense ids of ``values`` (equal values, equal ids)."""
     _, inverse = np.unique(values, return_inverse=True)
-    return np.asarray(inverse, dtype=np.int64).reshape(-1)
+    return np.asarray(inverse, dtype=np.intp).reshape(-1)
 
 
 class LongTokens:
@@ -275,31 +328,41 @@ class LongTokens:
         return out
 
 
-def _ids(values: np.ndarray) -> np.ndarray:
-    """Dense ids of ``values`` (equal values, equal ids)."""
-    _, inverse = np.unique(values, return_inverse=True)
-    return np.asarray(inverse, dtype=np.int64).reshape(-1)
-
-
-def _pair_ids(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Dense ids of the pairs ``(a[i], b[i])`` of two dense id arrays (exact)."""
-    return _ids(a * (int(b.max()) + 1) + b)
-
-
-def _distinct_columns(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct columns of ``table`` and, for every column, the index of its distinct copy.
+def _distinct_columns(table: np.ndarray) -> np.ndarray:
+    """The distinct columns of ``table`` (``int32``, in order of first occurrence).
 
     Columns are grouped by a 32-bit hash (a sum of products that wraps around, so
-    equal columns always get equal hashes), then checked for equality; on a
+    equal columns always get equal hashes); every column is then compared with
+    the previous column of its group, next-door neighbours through one pass of
+    adjacent differences, the others directly, a block of rows at a time. On a
     collision the exact (slower) ``np.unique(axis=1)`` is used.
     """
-    rows = table.shape[0]
+    rows, width = table.shape
     t = np.ascontiguousarray(table, dtype=np.int32)
     w = np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
     h = np.einsum("i,ij->j", w, t)  # no BLAS threads: cheap on a busy machine
     _, first, group = np.unique(h, return_index=True, return_inverse=True)
-    group = np.asarray(group, dtype=np.int64).reshape(-1)
-    if not np.array_equal(t.take(first.take(group), axis=1), t):
-        columns, inverse = np.unique(table, axis=1, return_inverse=True)
-        return columns, np.asarray(inverse, dtype=np.int64).reshape(-1)
-    return t.take(first, axis=1), group
+    group = np.asarray(group, dtype=np.intp).reshape(-1)
+    if first.size == width:
+        return t
+    order = np.argsort(group, kind="stable")
+    prev = np.full(width, -1, dtype=np.intp)
+    same = group.take(order[1:]) == group.take(order[:-1])
+    prev[order[1:][same]] = order[:-1][same]
+    cols = np.arange(width, dtype=np.intp)
+    adjacent = prev[1:] == cols[:-1]  # column j + 1 should equal column j
+    far = np.flatnonzero((prev >= 0) & (prev != cols - 1))
+    far_prev = prev.take(far)
+    differs = np.zeros(width - 1, dtype=bool)
+    ok = True
+    block = max(1, (1 << 19) // width)
+    for i in range(0, rows, block):
+        chunk = t[i : i + block]
+        differs |= (chunk[:, 1:] != chunk[:, :-1]).any(axis=0)
+        if far.size and (chunk.take(far, axis=1) != chunk.take(far_prev, axis=1)).any():
+            ok = False
+            break
+    if not ok or (differs & adjacent).any():
+        columns = np.unique(t, axis=1)  # sorted, not in order of first occurrence: fine
+        return np.ascontiguousarray(columns)
+    return t.take(np.sort(first), axis=1)
