@@ -29,6 +29,7 @@ finished output is invalid on an enforced keyword, or a row failed.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import re
@@ -149,27 +150,40 @@ def run(
     stops = [int(t) for t in info.stop_token_ids]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
 
-    compiled: dict[str, Any] = {}
     unenforced: dict[str, set[str]] = {}
     outcomes: list[Outcome] = []
     compile_s: dict[str, float] = {}
-    for record in records:
+    not_compiled: dict[str, str] = {}
+    # Grammars are compiled per batch and dropped after it: 244 compiled schemas
+    # with their mask caches do not fit in memory together (a large string
+    # automaton alone holds a (states, 256) transition table).
+    compiled: dict[str, Any] = {}
+    compiling = [0.0]  # seconds spent compiling, recompilations included
+
+    def compile_for(record: dict[str, Any]) -> Any:
+        name = record["name"]
+        if name in compiled:
+            return compiled[name]
+        if name in not_compiled:
+            return None
         t = time.perf_counter()
         try:
             c = loaded.compiler.compile_json_schema(record["schema"], strict=False)
         except (SchemaError, LimitExceeded, MemoryError) as exc:
-            for seed in seeds:
-                outcomes.append(Outcome(record["name"], record["group"], seed, "error", errors=[f"{type(exc).__name__}: {exc}"]))
+            not_compiled[name] = f"{type(exc).__name__}: {exc}"
             if log:
-                print(f"  {record['name']}: not compiled: {exc}", file=sys.stderr)
-            continue
-        compile_s[record["name"]] = time.perf_counter() - t
-        compiled[record["name"]] = c
-        unenforced[record["name"]] = _unenforced_keywords(getattr(c, "unenforced", ()))
-        if log:
-            print(f"  compiled {record['name']} in {compile_s[record['name']]:.2f} s", file=sys.stderr)
+                print(f"  {name}: not compiled: {exc}", file=sys.stderr)
+            return None
+        finally:
+            compiling[0] += time.perf_counter() - t
+        if name not in compile_s:
+            compile_s[name] = time.perf_counter() - t
+            if log:
+                print(f"  compiled {name} in {compile_s[name]:.2f} s", file=sys.stderr)
+        unenforced[name] = _unenforced_keywords(getattr(c, "unenforced", ()))
+        return c
 
-    rows = [(r, s) for s in seeds for r in records if r["name"] in compiled]
+    rows = [(r, s) for s in seeds for r in records]
     gen_tokens = 0
     t_gen = time.perf_counter()
     not_run = 0
@@ -179,7 +193,19 @@ def run(
             if log:
                 print(f"  time budget spent: {not_run} of {len(rows)} rows not generated", file=sys.stderr)
             break
-        chunk = rows[b : b + batch]
+        batch_grammars = {r["name"]: compile_for(r) for r, _ in rows[b : b + batch]}
+        compiled.clear()
+        compiled.update({k: v for k, v in batch_grammars.items() if v is not None})
+        loaded.compiler.clear_cache()
+        gc.collect()
+        chunk = []
+        for r, s in rows[b : b + batch]:
+            if r["name"] in compiled:
+                chunk.append((r, s))
+            else:
+                outcomes.append(Outcome(r["name"], r["group"], s, "error", errors=[not_compiled[r["name"]]]))
+        if not chunk:
+            continue
         seed = chunk[0][1]
         prompts = [build_prompt_ids(tokenizer, prompt_for(r)) for r, _ in chunk]
         width = max(len(p) for p in prompts)
@@ -232,7 +258,7 @@ def run(
     facts = {
         "model_load_s": round(load_s, 1),
         "compile_s_total": round(sum(compile_s.values()), 1),
-        "generate_s": round(time.perf_counter() - t_gen, 1),
+        "generate_s": round(time.perf_counter() - t_gen - compiling[0], 1),
         "generated_tokens": gen_tokens,
         "torch_threads": torch.get_num_threads(),
         "rows_not_run": not_run,
