@@ -55,24 +55,17 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
         ``int64 (S,)``: ``rep[s] <= s``, ``rep[rep[s]] == rep[s]``.
     """
     num_states = int(transitions.shape[0])
-    if not num_states:
-        return np.zeros(0, dtype=np.int64)
-    # round d: states with the same viable strings of at most d bytes (acceptance
-    # along the way does not matter to a mask, only the state's own: added at the end)
-    cls = np.zeros(num_states, dtype=np.int32)
-    if depth > 0:
-        # identical byte columns (bytes the automaton never tells apart) are looked at once;
-        # a missing transition leads to the extra state ``num_states``
-        targets = _distinct_columns(transitions)
-        np.putmask(targets, targets < 0, num_states)
-        cls = _refine(targets.astype(np.intp), num_states, depth)
-    _, first, inverse = np.unique(
-        cls.astype(np.int64) * 2 + accepting, return_index=True, return_inverse=True
-    )
-    return first.take(np.asarray(inverse, dtype=np.int64).reshape(-1))
+    cls = np.zeros(num_states, dtype=np.int64)
+    if depth > 0 and num_states:
+        tables = _Tables(transitions, with_predecessors=depth > 2)
+        cls = _refine(tables, depth).astype(np.int64)
+    key = cls * 2 + np.asarray(accepting, dtype=bool)
+    first = np.full(int(key.max(initial=0)) + 1, num_states, dtype=np.int64)
+    np.minimum.at(first, key, np.arange(num_states, dtype=np.int64))
+    return first.take(key)
 
 
-def _refine(targets: np.ndarray, num_states: int, depth: int) -> np.ndarray:
+def _refine(tables: _Tables, depth: int) -> np.ndarray:
     """The class labels (``int32 (S,)``) after ``depth`` rounds of refinement.
 
     Round 1 splits the states by which byte columns are missing; every later
@@ -83,35 +76,34 @@ def _refine(targets: np.ndarray, num_states: int, depth: int) -> np.ndarray:
     other groups get fresh labels, and their predecessors are the next
     candidates.
     """
-    missing = np.packbits(targets == num_states, axis=1)
-    cls, _ = _row_groups(missing.astype(np.int32), None)
-    next_label = int(cls.max()) + 1
+    targets = tables.targets
+    num_states = targets.shape[0]
+    cls, next_label = _row_groups(tables.missing, None)
     label = np.empty(num_states + 1, dtype=np.int32)
-    label[:num_states] = cls
-    label[num_states] = -1  # the missing transition
-    cls = label[:num_states]  # a view: the labels of the states
+    label[0] = -1  # the missing transition (targets are shifted by one)
+    label[1:] = cls
+    cls = label[1:]  # a view: the labels of the states
     every = np.arange(num_states, dtype=np.intp)
     changed: np.ndarray | None = None  # None: every state was relabelled
-    preds: _Predecessors | None = None
     for _ in range(depth - 1):
         if changed is None:
             cand = every
         else:
             if not changed.size:
                 break  # stable: later rounds split nothing
-            if preds is None:
-                preds = _Predecessors(targets, num_states)
-            cand = preds.of(changed)
+            cand = tables.predecessors(changed)
             if cand.size * 2 > num_states:
                 cand = every
+        # labels as narrow as they fit, so that a row is a few 64-bit words
+        small = label.astype(np.uint8 if next_label < 255 else np.uint16 if next_label < 65535 else np.int32)
         if cand is every:
             act, witness = every, None
-            rows = label.take(targets, mode="clip")
+            rows = small.take(targets, mode="clip")
         else:
             act, witness = _with_witnesses(cls, cand, next_label)
-            rows = label.take(targets.take(act, axis=0), mode="clip")
+            rows = small.take(targets.take(act, axis=0), mode="clip")
         act_cls = cls.take(act)
-        group, num_groups = _row_groups(rows, act_cls)
+        group, num_groups = _row_groups(_words(rows), act_cls)
         keep = _kept_groups(group, num_groups, act_cls, witness)
         fresh = np.flatnonzero(~keep)
         if not fresh.size:
@@ -123,6 +115,11 @@ def _refine(targets: np.ndarray, num_states: int, depth: int) -> np.ndarray:
         changed = act[moved]
         cls[changed] = new_label.take(group[moved])
     return cls
+
+
+def _words(rows: np.ndarray) -> np.ndarray:
+    """The rows of a C-contiguous matrix as ``int64`` words (their width in bytes is a multiple of 8)."""
+    return np.ascontiguousarray(rows).view(np.int64)
 
 
 def _kept_groups(
@@ -150,33 +147,107 @@ def _kept_groups(
     return keep
 
 
-class _Predecessors:
-    """The distinct predecessors of every state, in CSR form."""
+class _Tables:
+    """The successor table on distinct byte columns, the missing-byte pattern, the predecessors.
 
-    def __init__(self, targets: np.ndarray, num_states: int) -> None:
-        rows = np.sort(targets.astype(np.int32), axis=1)
-        distinct = np.empty(rows.shape, dtype=bool)
-        distinct[:, 0] = True
-        np.not_equal(rows[:, 1:], rows[:, :-1], out=distinct[:, 1:])
-        distinct &= rows < num_states
-        src, col = np.nonzero(distinct)
-        dst = rows[src, col].astype(np.int64)
-        key = np.sort(dst * num_states + src)
-        self.src = key % num_states
-        self.count = np.bincount(dst, minlength=num_states).astype(np.intp)
-        self.start = np.zeros(num_states + 1, dtype=np.intp)
-        np.cumsum(self.count, out=self.start[1:])
-        self._mark = np.zeros(num_states, dtype=bool)
+    ``targets`` is ``intp (S, W)``: one more than the successor of every state on
+    every distinct byte column, 0 where the transition is missing; ``W`` is a
+    multiple of 8 (extra columns: missing). ``missing`` is that pattern packed
+    in 64-bit words. The predecessors of every state are kept in CSR form (a few twice).
 
-    def of(self, states: np.ndarray) -> np.ndarray:
+    Identical byte columns (bytes the automaton never tells apart) are found
+    through a 32-bit hash (a sum of products that wraps around, so equal columns
+    always get equal hashes); every column is then compared with the previous
+    column of its group (next-door neighbours through adjacent differences, the
+    others directly) while the tables are built, a block of rows at a time. On a
+    collision the exact (slower) ``np.unique(axis=1)`` is used.
+    """
+
+    def __init__(self, transitions: np.ndarray, with_predecessors: bool) -> None:
+        t = np.ascontiguousarray(transitions, dtype=np.int32)
+        rows, width = t.shape
+        w = np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
+        h = np.einsum("i,ij->j", w, t)  # no BLAS threads: cheap on a busy machine
+        _, first, group = np.unique(h, return_index=True, return_inverse=True)
+        group = np.asarray(group, dtype=np.intp).reshape(-1)
+        cols = np.arange(width, dtype=np.intp)
+        order = np.argsort(group, kind="stable")
+        prev = np.full(width, -1, dtype=np.intp)
+        same = group.take(order[1:]) == group.take(order[:-1])
+        prev[order[1:][same]] = order[:-1][same]
+        adjacent = prev[1:] == cols[:-1]  # column j + 1 should equal column j
+        far = np.flatnonzero((prev >= 0) & (prev != cols - 1))
+        # columns with many transitions first: a state's successor on a column is then often
+        # the one on the column before, so few successors are met twice by the predecessors
+        keep = np.sort(first)
+        present = (t[:: max(1, rows // 1024)].take(keep, axis=1) >= 0).sum(axis=0)
+        keep = keep.take(np.argsort(-present, kind="stable"))
+        if not self._build(t, keep, adjacent, far, prev.take(far), with_predecessors):
+            distinct = np.ascontiguousarray(np.unique(t, axis=1))  # sorted columns: fine
+            empty = np.zeros(0, dtype=np.intp)
+            self._build(distinct, cols[: distinct.shape[1]], adjacent[:0], empty, empty, with_predecessors)
+
+    def _build(
+        self,
+        t: np.ndarray,
+        keep: np.ndarray,
+        adjacent: np.ndarray,
+        far: np.ndarray,
+        far_prev: np.ndarray,
+        with_predecessors: bool,
+    ) -> bool:
+        """Fill the tables from the columns ``keep`` of ``t``; False if the columns that
+        ``adjacent`` and ``far``/``far_prev`` say are equal are not."""
+        rows = t.shape[0]
+        width = -(-keep.size // 8) * 8
+        targets = np.zeros((rows, width), dtype=np.intp)
+        missing = np.zeros((rows, -(-width // 64) * 8), dtype=np.uint8)
+        differs = np.zeros(adjacent.size, dtype=bool)
+        src_parts, dst_parts = [], []
+        block = max(1, (1 << 19) // t.shape[1])
+        for i in range(0, rows, block):
+            chunk = t[i : i + block]
+            if adjacent.size:
+                differs |= (chunk[:, 1:] != chunk[:, :-1]).any(axis=0)
+            if far.size and (chunk.take(far, axis=1) != chunk.take(far_prev, axis=1)).any():
+                return False
+            sub = chunk.take(keep, axis=1)
+            np.add(sub, 1, out=targets[i : i + block, : keep.size], casting="unsafe")
+            packed = np.packbits(sub < 0, axis=1)
+            missing[i : i + block, : packed.shape[1]] = packed
+            if with_predecessors:  # a successor different from the one on the column before
+                distinct = np.empty(sub.shape, dtype=bool)
+                distinct[:, 0] = True
+                np.not_equal(sub[:, 1:], sub[:, :-1], out=distinct[:, 1:])
+                distinct &= sub >= 0
+                dst_parts.append(sub[distinct])
+                src_parts.append(
+                    np.repeat(np.arange(i, i + sub.shape[0], dtype=np.int64), distinct.sum(axis=1))
+                )
+        if (differs & adjacent).any():
+            return False
+        self.targets = targets
+        self.missing = missing.view(np.int64)
+        if with_predecessors:
+            dst = np.concatenate(dst_parts).astype(np.int64)
+            src = np.concatenate(src_parts)
+            self._src = np.sort(dst * rows + src) % rows
+            count = np.bincount(dst, minlength=rows)
+            self._count = count
+            self._start = np.zeros(rows + 1, dtype=np.int64)
+            np.cumsum(count, out=self._start[1:])
+            self._mark = np.zeros(rows, dtype=bool)
+        return True
+
+    def predecessors(self, states: np.ndarray) -> np.ndarray:
         """The distinct predecessors of ``states``, sorted."""
-        counts = self.count.take(states)
+        counts = self._count.take(states)
         ends = np.cumsum(counts)
         total = int(ends[-1]) if ends.size else 0
-        pos = np.repeat(self.start.take(states) - ends + counts, counts)
-        pos += np.arange(total, dtype=np.intp)
+        pos = np.repeat(self._start.take(states) - ends + counts, counts)
+        pos += np.arange(total, dtype=np.int64)
         mark = self._mark
-        mark[self.src.take(pos)] = True
+        mark[self._src.take(pos)] = True
         out = np.flatnonzero(mark)
         mark[out] = False
         return out
@@ -201,7 +272,7 @@ def _with_witnesses(cls: np.ndarray, cand: np.ndarray, num_labels: int) -> tuple
 
 
 def _row_groups(rows: np.ndarray, first_column: np.ndarray | None) -> tuple[np.ndarray, int]:
-    """Dense ids of the rows of an ``int32`` matrix, with ``first_column`` prepended if given
+    """Dense ids of the rows of an ``int64`` matrix, with ``first_column`` prepended if given
     (equal rows, equal ids; exact), and their number.
 
     Rows are grouped by a 64-bit hash, then every row is compared with the first
@@ -225,12 +296,12 @@ def _row_groups(rows: np.ndarray, first_column: np.ndarray | None) -> tuple[np.n
     members = np.flatnonzero(bad.take(group))
     full = rows.take(members, axis=0)
     if first_column is not None:
-        full = np.concatenate([first_column.take(members)[:, None], full], axis=1)
+        full = np.concatenate([first_column.take(members)[:, None].astype(full.dtype), full], axis=1)
     _, sub = np.unique(full, axis=0, return_inverse=True)
-    sub = np.asarray(sub, dtype=np.intp).reshape(-1)
     group = group.copy()
-    group[members] = first.size + sub
-    return _dense(group), int(np.unique(group).size)
+    group[members] = first.size + np.asarray(sub, dtype=np.intp).reshape(-1)
+    group = _dense(group)
+    return group, int(group.max()) + 1
 
 
 def _weights(width: int) -> np.ndarray:
@@ -326,43 +397,3 @@ class LongTokens:
         if ok.size:
             np.bitwise_or.at(out, self.words.take(ok), self.bits.take(ok))
         return out
-
-
-def _distinct_columns(table: np.ndarray) -> np.ndarray:
-    """The distinct columns of ``table`` (``int32``, in order of first occurrence).
-
-    Columns are grouped by a 32-bit hash (a sum of products that wraps around, so
-    equal columns always get equal hashes); every column is then compared with
-    the previous column of its group, next-door neighbours through one pass of
-    adjacent differences, the others directly, a block of rows at a time. On a
-    collision the exact (slower) ``np.unique(axis=1)`` is used.
-    """
-    rows, width = table.shape
-    t = np.ascontiguousarray(table, dtype=np.int32)
-    w = np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
-    h = np.einsum("i,ij->j", w, t)  # no BLAS threads: cheap on a busy machine
-    _, first, group = np.unique(h, return_index=True, return_inverse=True)
-    group = np.asarray(group, dtype=np.intp).reshape(-1)
-    if first.size == width:
-        return t
-    order = np.argsort(group, kind="stable")
-    prev = np.full(width, -1, dtype=np.intp)
-    same = group.take(order[1:]) == group.take(order[:-1])
-    prev[order[1:][same]] = order[:-1][same]
-    cols = np.arange(width, dtype=np.intp)
-    adjacent = prev[1:] == cols[:-1]  # column j + 1 should equal column j
-    far = np.flatnonzero((prev >= 0) & (prev != cols - 1))
-    far_prev = prev.take(far)
-    differs = np.zeros(width - 1, dtype=bool)
-    ok = True
-    block = max(1, (1 << 19) // width)
-    for i in range(0, rows, block):
-        chunk = t[i : i + block]
-        differs |= (chunk[:, 1:] != chunk[:, :-1]).any(axis=0)
-        if far.size and (chunk.take(far, axis=1) != chunk.take(far_prev, axis=1)).any():
-            ok = False
-            break
-    if not ok or (differs & adjacent).any():
-        columns = np.unique(t, axis=1)  # sorted, not in order of first occurrence: fine
-        return np.ascontiguousarray(columns)
-    return t.take(np.sort(first), axis=1)
