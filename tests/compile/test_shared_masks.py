@@ -39,9 +39,13 @@ def long_info() -> TokenizerInfo:
     from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
     vocab = make_tiny_vocab(seed=3)
-    vocab += [b"a" * n for n in (17, 20, 33)] + [b" " * n for n in (18, 40)] + [b"1" * 25, b'abc"' + b"x" * 15]
+    vocab += (
+        [b"a" * n for n in (17, 20, 33)] + [b" " * n for n in (18, 40)] + [b"1" * 25, b'abc"' + b"x" * 15]
+    )
     vocab += [b"ab" * 12, b"0123456789" * 3, b'"' + b" " * 20 + b"x", b"x" * 16 + b'",1']
-    return TokenizerInfo(vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+    return TokenizerInfo(
+        vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
+    )
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -110,3 +114,95 @@ def test_representatives_agree_with_brute_force(seed: int, n: int, depth: int) -
         for q in range(s):
             if futures[s] == futures[q]:
                 assert reps[s] == reps[q]
+
+
+def _reference(table: np.ndarray, acc: np.ndarray, depth: int) -> np.ndarray:
+    """Moore's refinement written plainly: a dictionary of successor-label tuples per round."""
+    n = table.shape[0]
+    columns = table[:, (table >= 0).any(axis=0)].tolist()  # a column that is always missing tells nothing
+    label = [0] * n
+    count = 1
+    for _ in range(depth):
+        seen: dict[tuple, int] = {}
+        new = [
+            seen.setdefault(tuple(label[t] if t >= 0 else -1 for t in columns[s]), len(seen))
+            for s in range(n)
+        ]
+        if len(seen) == count:
+            break
+        label, count = new, len(seen)
+    first: dict[tuple, int] = {}
+    return np.asarray([first.setdefault((label[s], bool(acc[s])), s) for s in range(n)], dtype=np.int64)
+
+
+def _chains(rng: np.random.Generator, num_chains: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Counted runs like a string of bounded length: each position steps to the next on a
+    class of bytes; some positions may stop (a quote) or branch to a few shared states."""
+    n = num_chains * length + 4
+    table = np.full((n, 256), -1, dtype=np.int32)
+    content = np.r_[32:34, 35:92, 93:127]
+    for c in range(num_chains):
+        base = 4 + c * length
+        ends = rng.integers(0, length, size=rng.integers(0, 3))
+        for i in range(length):
+            s = base + i
+            if i + 1 < length:
+                table[s, content] = s + 1
+            if i >= length // 3 or i in ends:
+                table[s, 34] = rng.integers(0, 4)  # '"': one of the shared states
+            if rng.random() < 0.05:
+                table[s, 92] = rng.integers(base, base + length)  # '\\': anywhere in the run
+    table[:4, 44] = rng.integers(4, n, size=4)
+    table[:4, 125] = rng.integers(0, 4, size=4)
+    return table, rng.random(n) < 0.1
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("depth", [1, 2, 3, 16])
+def test_counted_runs_agree_with_plain_refinement(seed: int, depth: int) -> None:
+    rng = np.random.default_rng(seed)
+    table, acc = _chains(rng, int(rng.integers(3, 40)), int(rng.integers(20, 120)))
+    np.testing.assert_array_equal(mask_representatives(table, acc, depth), _reference(table, acc, depth))
+
+
+@pytest.mark.parametrize("n", [600, 70_000])
+def test_many_classes_agree_with_plain_refinement(n: int) -> None:
+    """More classes than fit a byte (and than 16 bits): the labels are stored wider."""
+    rng = np.random.default_rng(n)
+    table = np.full((n, 256), -1, dtype=np.int32)
+    for b in (97, 98, 99):
+        table[:, b] = np.where(rng.random(n) < 0.3, -1, rng.integers(0, n, size=n))
+    table[:, 100] = table[:, 97]  # bytes that are never told apart
+    acc = rng.random(n) < 0.4
+    depth = 16 if n < 1000 else 12
+    reps = mask_representatives(table, acc, depth)
+    assert np.unique(reps).size > (255 if n < 1000 else 65_535)
+    np.testing.assert_array_equal(reps, _reference(table, acc, depth))
+
+
+@pytest.mark.parametrize("columns", ["alike", "by_first_row"])
+def test_hash_collisions_are_split_exactly(monkeypatch, columns: str) -> None:
+    """Every row hashed alike, and every column (or columns by their first entry only):
+    the exact fallbacks give the same classes."""
+    from tokensieve.compile import shared_masks
+
+    def column_weights(rows: int) -> np.ndarray:
+        w = np.zeros(rows, dtype=np.int32)
+        if columns == "by_first_row":
+            w[0] = 1  # equal first entries, far apart, unequal further down
+        return w
+
+    cases = [_random_dfa(np.random.default_rng(s), 30 + s) for s in range(6)]
+    cases.append(_chains(np.random.default_rng(9), 6, 40))
+    odd = np.full((4, 256), -1, dtype=np.int32)
+    odd[0, [97, 98, 99]] = [1, 2, 1]  # bytes 97 and 99 agree here, not two columns apart
+    odd[1, [97, 99]] = [2, 0]  # but not here: 1 and 3 differ on byte 99 only
+    odd[3, 97] = 2
+    cases.append((odd, np.array([False, False, True, False])))
+    want = [mask_representatives(t, a, 6) for t, a in cases]
+    monkeypatch.setattr(shared_masks, "_weights", lambda width: np.zeros(width, dtype=np.int64))
+    monkeypatch.setattr(shared_masks, "_column_weights", column_weights)
+    for (table, acc), expected in zip(cases, want, strict=True):
+        got = mask_representatives(table, acc, 6)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, _reference(table, acc, 6))

@@ -166,8 +166,7 @@ class _Tables:
     def __init__(self, transitions: np.ndarray, with_predecessors: bool) -> None:
         t = np.ascontiguousarray(transitions, dtype=np.int32)
         rows, width = t.shape
-        w = np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
-        h = np.einsum("i,ij->j", w, t)  # no BLAS threads: cheap on a busy machine
+        h = np.einsum("i,ij->j", _column_weights(rows), t)  # no BLAS threads: cheap on a busy machine
         _, first, group = np.unique(h, return_index=True, return_inverse=True)
         group = np.asarray(group, dtype=np.intp).reshape(-1)
         cols = np.arange(width, dtype=np.intp)
@@ -302,6 +301,11 @@ def _row_groups(rows: np.ndarray, first_column: np.ndarray | None) -> tuple[np.n
     group[members] = first.size + np.asarray(sub, dtype=np.intp).reshape(-1)
     group = _dense(group)
     return group, int(group.max()) + 1
+
+
+def _column_weights(rows: int) -> np.ndarray:
+    """Random ``int32`` weights for a column hash over ``rows`` rows."""
+    return np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
 
 
 def _weights(width: int) -> np.ndarray:
