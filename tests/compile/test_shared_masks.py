@@ -194,6 +194,7 @@ def test_hash_collisions_are_split_exactly(monkeypatch, columns: str) -> None:
 
     cases = [_random_dfa(np.random.default_rng(s), 30 + s) for s in range(6)]
     cases.append(_chains(np.random.default_rng(9), 6, 40))
+    cases.append(_chains(np.random.default_rng(10), 30, 60))  # large enough for incremental rounds
     odd = np.full((4, 256), -1, dtype=np.int32)
     odd[0, [97, 98, 99]] = [1, 2, 1]  # bytes 97 and 99 agree here, not two columns apart
     odd[1, [97, 99]] = [2, 0]  # but not here: 1 and 3 differ on byte 99 only

@@ -57,19 +57,43 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
     num_states = int(transitions.shape[0])
     cls = np.zeros(num_states, dtype=np.int64)
     if depth > 0 and num_states:
-        tables = _Tables(transitions, with_predecessors=depth > 2)
-        cls = _refine(tables, depth).astype(np.int64)
+        incremental = depth > 2 and num_states > _SMALL
+        tables = _Tables(transitions, with_predecessors=incremental)
+        cls = (_refine(tables, depth) if incremental else _refine_fully(tables, depth)).astype(np.int64)
     key = cls * 2 + np.asarray(accepting, dtype=bool)
     first = np.full(int(key.max(initial=0)) + 1, num_states, dtype=np.int64)
     np.minimum.at(first, key, np.arange(num_states, dtype=np.int64))
     return first.take(key)
 
 
+#: automata with at most this many states compare every state in every round (fewer steps)
+_SMALL = 1000
+
+
+def _refine_fully(tables: _Tables, depth: int) -> np.ndarray:
+    """The class labels (``int32 (S,)``) after ``depth`` rounds, every state compared in every round."""
+    cls, num_classes = _row_groups(tables.missing)
+    label = np.empty(tables.targets.shape[0] + 1, dtype=np.int32)
+    label[0] = -1  # the missing transition (targets are shifted by one)
+    label[1:] = cls
+    for _ in range(depth - 1):
+        small = label.astype(
+            np.uint8 if num_classes < 255 else np.uint16 if num_classes < 65535 else np.int32
+        )
+        group, num_groups = _row_groups(_words(small.take(tables.targets, mode="clip")))
+        if num_groups == num_classes:
+            break  # each round splits classes of the one before: none split, none ever will
+        label[1:] = group
+        num_classes = num_groups
+    return label[1:]
+
+
 def _refine(tables: _Tables, depth: int) -> np.ndarray:
     """The class labels (``int32 (S,)``) after ``depth`` rounds of refinement.
 
     Round 1 splits the states by which byte columns are missing; every later
-    round by the labels of the successors on every column. Only states with a
+    round by the labels of the successors on every column (states with equal
+    successor labels were in one class already: a round only splits). Only states with a
     relabelled successor can leave their class: each class they are in is
     compared with one member that has none (its old signature). A class keeps
     its label for the group of that member, or else for its largest group; the
@@ -78,7 +102,7 @@ def _refine(tables: _Tables, depth: int) -> np.ndarray:
     """
     targets = tables.targets
     num_states = targets.shape[0]
-    cls, next_label = _row_groups(tables.missing, None)
+    cls, next_label = _row_groups(tables.missing)
     label = np.empty(num_states + 1, dtype=np.int32)
     label[0] = -1  # the missing transition (targets are shifted by one)
     label[1:] = cls
@@ -103,7 +127,7 @@ def _refine(tables: _Tables, depth: int) -> np.ndarray:
             act, witness = _with_witnesses(cls, cand, next_label)
             rows = small.take(targets.take(act, axis=0), mode="clip")
         act_cls = cls.take(act)
-        group, num_groups = _row_groups(_words(rows), act_cls)
+        group, num_groups = _row_groups(_words(rows))  # within classes: rounds only split
         keep = _kept_groups(group, num_groups, act_cls, witness)
         fresh = np.flatnonzero(~keep)
         if not fresh.size:
@@ -270,34 +294,29 @@ def _with_witnesses(cls: np.ndarray, cand: np.ndarray, num_labels: int) -> tuple
     return act, flags
 
 
-def _row_groups(rows: np.ndarray, first_column: np.ndarray | None) -> tuple[np.ndarray, int]:
-    """Dense ids of the rows of an ``int64`` matrix, with ``first_column`` prepended if given
-    (equal rows, equal ids; exact), and their number.
+def _row_groups(rows: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids of the rows of an ``int64`` matrix (equal rows, equal ids; exact) and their number.
 
-    Rows are grouped by a 64-bit hash, then every row is compared with the first
-    row of its group; the groups that hold a collision are split exactly.
+    Rows are grouped by a 64-bit hash, then every row is compared with one row
+    of its group; the groups that hold a collision are split exactly.
     """
-    weights = _weights(rows.shape[1] + 1)
-    h = np.einsum("ij,j->i", rows, weights[1:])
-    if first_column is not None:
-        h += first_column * weights[0]
-    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
-    group = np.asarray(inverse, dtype=np.intp).reshape(-1)
-    rep = first.take(group)
-    same = (rows.take(rep, axis=0) == rows).all(axis=1)
-    if first_column is not None:
-        same &= first_column.take(rep) == first_column
-    if same.all():
+    h = np.einsum("ij,j->i", rows, _weights(rows.shape[1]))
+    order = np.argsort(h)
+    sorted_h = h.take(order)
+    starts = np.empty(h.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(sorted_h[1:], sorted_h[:-1], out=starts[1:])
+    first = order[starts]  # one row of every hash
+    group = np.empty(h.size, dtype=np.intp)
+    group[order] = np.cumsum(starts) - 1
+    rep_rows = rows.take(first.take(group), axis=0)
+    if np.array_equal(rep_rows, rows):
         return group, int(first.size)
     # two distinct rows with one hash: the groups holding them are sorted out row by row
     bad = np.zeros(first.size, dtype=bool)
-    bad[group[~same]] = True
+    bad[group[~(rep_rows == rows).all(axis=1)]] = True
     members = np.flatnonzero(bad.take(group))
-    full = rows.take(members, axis=0)
-    if first_column is not None:
-        full = np.concatenate([first_column.take(members)[:, None].astype(full.dtype), full], axis=1)
-    _, sub = np.unique(full, axis=0, return_inverse=True)
-    group = group.copy()
+    _, sub = np.unique(rows.take(members, axis=0), axis=0, return_inverse=True)
     group[members] = first.size + np.asarray(sub, dtype=np.intp).reshape(-1)
     group = _dense(group)
     return group, int(group.max()) + 1
