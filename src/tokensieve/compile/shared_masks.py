@@ -182,8 +182,9 @@ class _Tables:
     Identical byte columns (bytes the automaton never tells apart) are found
     through a 32-bit hash (a sum of products that wraps around, so equal columns
     always get equal hashes); every column is then compared with the previous
-    column of its group (next-door neighbours through adjacent differences, the
-    others directly) while the tables are built, a block of rows at a time. On a
+    column of its group if that is its next-door neighbour (through adjacent
+    differences), or else with the first column of its group, while the tables
+    are built, a block of rows at a time. On a
     collision the exact (slower) ``np.unique(axis=1)`` is used.
     """
 
@@ -205,7 +206,10 @@ class _Tables:
         keep = np.sort(first)
         present = (t[:: max(1, rows // 1024)].take(keep, axis=1) >= 0).sum(axis=0)
         keep = keep.take(np.argsort(-present, kind="stable"))
-        if not self._build(t, keep, adjacent, far, prev.take(far), with_predecessors):
+        at = np.zeros(width, dtype=np.intp)
+        at[keep] = np.arange(keep.size, dtype=np.intp)
+        # a column whose group has no column just before it is compared with the group's first
+        if not self._build(t, keep, adjacent, far, at.take(first.take(group.take(far))), with_predecessors):
             distinct = np.ascontiguousarray(np.unique(t, axis=1))  # sorted columns: fine
             empty = np.zeros(0, dtype=np.intp)
             self._build(distinct, cols[: distinct.shape[1]], adjacent[:0], empty, empty, with_predecessors)
@@ -216,11 +220,12 @@ class _Tables:
         keep: np.ndarray,
         adjacent: np.ndarray,
         far: np.ndarray,
-        far_prev: np.ndarray,
+        far_kept: np.ndarray,
         with_predecessors: bool,
     ) -> bool:
         """Fill the tables from the columns ``keep`` of ``t``; False if the columns that
-        ``adjacent`` and ``far``/``far_prev`` say are equal are not."""
+        ``adjacent`` says are equal are not, or columns ``far`` differ from the kept columns
+        ``far_kept`` (positions in ``keep``)."""
         rows = t.shape[0]
         width = -(-keep.size // 8) * 8
         targets = np.zeros((rows, width), dtype=np.intp)
@@ -232,9 +237,9 @@ class _Tables:
             chunk = t[i : i + block]
             if adjacent.size:
                 differs |= (chunk[:, 1:] != chunk[:, :-1]).any(axis=0)
-            if far.size and (chunk.take(far, axis=1) != chunk.take(far_prev, axis=1)).any():
-                return False
             sub = chunk.take(keep, axis=1)
+            if far.size and (chunk.take(far, axis=1) != sub.take(far_kept, axis=1)).any():
+                return False
             np.add(sub, 1, out=targets[i : i + block, : keep.size], casting="unsafe")
             packed = np.packbits(sub < 0, axis=1)
             missing[i : i + block, : packed.shape[1]] = packed
