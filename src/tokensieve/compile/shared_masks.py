@@ -128,7 +128,7 @@ def _refine(tables: _Tables, depth: int) -> np.ndarray:
             rows = small.take(targets.take(act, axis=0), mode="clip")
         act_cls = cls.take(act)
         group, num_groups = _row_groups(_words(rows))  # within classes: rounds only split
-        keep = _kept_groups(group, num_groups, act_cls, witness)
+        keep = _kept_groups(group, num_groups, act_cls, witness, tables.weight.take(act))
         fresh = np.flatnonzero(~keep)
         if not fresh.size:
             break
@@ -147,13 +147,13 @@ def _words(rows: np.ndarray) -> np.ndarray:
 
 
 def _kept_groups(
-    group: np.ndarray, num_groups: int, act_cls: np.ndarray, witness: np.ndarray | None
+    group: np.ndarray, num_groups: int, act_cls: np.ndarray, witness: np.ndarray | None, weight: np.ndarray
 ) -> np.ndarray:
     """Which groups keep their class's label: the group of the class's witness, or else its largest."""
     keep = np.zeros(num_groups, dtype=bool)
     group_class = np.empty(num_groups, dtype=np.int32)
     group_class[group] = act_cls
-    size = np.bincount(group, minlength=num_groups)
+    size = np.bincount(group, weights=weight, minlength=num_groups)
     # largest group of each class: sort by (class, size) and take the last of each class
     order = np.lexsort((size, group_class))
     sorted_class = group_class.take(order)
@@ -262,6 +262,7 @@ class _Tables:
             self._src = np.sort(dst * rows + src) % rows
             count = np.bincount(dst, minlength=rows)
             self._count = count
+            self.weight = count + 1.0
             self._start = np.zeros(rows + 1, dtype=np.int64)
             np.cumsum(count, out=self._start[1:])
             self._mark = np.zeros(rows, dtype=bool)
