@@ -16,12 +16,14 @@ their bytes through the automaton.
 
 The classes are Moore's partition refinement stopped after ``D`` rounds (or
 when it is stable), vectorised with numpy: each round gives every state the
-signature (its class, the classes of its successors on every byte class, a
+signature (the classes of its successors on every distinct byte column, a
 missing transition being a class of its own), and states with equal signatures
-stay together; the state's own acceptance splits the classes at the end.
-Signatures are compared through two independent 64-bit hashes besides the
-class, so two states are merged wrongly only if both hashes collide
-(probability about ``n**2 / 2**128``).
+stay together; the state's own acceptance splits the classes at the end. The
+first round is the pattern of missing bytes. In large automata a round looks
+only at the predecessors of the states relabelled by the round before (and one
+untouched member of each class they are in). Signatures are rows of byte or
+16-bit labels, grouped by a 64-bit hash and then compared in full, so the
+classes are exact; a collision only costs an exact sort of the rows involved.
 """
 
 from __future__ import annotations
