@@ -207,3 +207,16 @@ def test_hash_collisions_are_split_exactly(monkeypatch, columns: str) -> None:
         got = mask_representatives(table, acc, 6)
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(got, _reference(table, acc, 6))
+
+
+def test_a_relabelled_state_without_predecessors_ends_the_rounds() -> None:
+    """States 0, 1 and 2 have no predecessors; 0 splits off from 1 and 2 in the third round,
+    and no state is left to look at (among enough states for rounds on candidates only)."""
+    n = 1500
+    table = np.full((n, 256), -1, dtype=np.int32)
+    table[[0, 1, 2, 3, 4], 97] = [3, 4, 4, 5, 6]
+    table[5, 98] = 7
+    acc = np.zeros(n, dtype=bool)
+    reps = mask_representatives(table, acc, 16)
+    np.testing.assert_array_equal(reps, _reference(table, acc, 16))
+    assert reps[0] == 0 and reps[1] == reps[2] == 1

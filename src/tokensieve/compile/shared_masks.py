@@ -118,6 +118,8 @@ def _refine(tables: _Tables, depth: int) -> np.ndarray:
             if not changed.size:
                 break  # stable: later rounds split nothing
             cand = tables.predecessors(changed)
+            if not cand.size:
+                break  # nothing leads to a relabelled state: nothing can split
             if cand.size * 2 > num_states:
                 cand = every
         # labels as narrow as they fit, so that a row is a few 64-bit words
