@@ -98,9 +98,9 @@ def _refine(tables: _Tables, depth: int) -> np.ndarray:
     successor labels were in one class already: a round only splits). Only states with a
     relabelled successor can leave their class: each class they are in is
     compared with one member that has none (its old signature). A class keeps
-    its label for the group of that member, or else for its largest group; the
-    other groups get fresh labels, and their predecessors are the next
-    candidates.
+    its label for the group of that member, or else for its group with the most
+    predecessors; the other groups get fresh labels, and their predecessors are
+    the next candidates.
     """
     targets = tables.targets
     num_states = targets.shape[0]
@@ -153,12 +153,13 @@ def _words(rows: np.ndarray) -> np.ndarray:
 def _kept_groups(
     group: np.ndarray, num_groups: int, act_cls: np.ndarray, witness: np.ndarray | None, weight: np.ndarray
 ) -> np.ndarray:
-    """Which groups keep their class's label: the group of the class's witness, or else its largest."""
+    """Which groups keep their class's label: the group of the class's witness, or else its
+    heaviest (``weight``: one more than the number of predecessors of each state)."""
     keep = np.zeros(num_groups, dtype=bool)
     group_class = np.empty(num_groups, dtype=np.int32)
     group_class[group] = act_cls
     size = np.bincount(group, weights=weight, minlength=num_groups)
-    # largest group of each class: sort by (class, size) and take the last of each class
+    # heaviest group of each class: sort by (class, weight) and take the last of each class
     order = np.lexsort((size, group_class))
     sorted_class = group_class.take(order)
     last = np.ones(num_groups, dtype=bool)
@@ -188,8 +189,8 @@ class _Tables:
     always get equal hashes); every column is then compared with the previous
     column of its group if that is its next-door neighbour (through adjacent
     differences), or else with the first column of its group, while the tables
-    are built, a block of rows at a time. On a
-    collision the exact (slower) ``np.unique(axis=1)`` is used.
+    are built, a block of rows at a time. On a collision the exact (slower)
+    ``np.unique(axis=1)`` is used.
     """
 
     def __init__(self, transitions: np.ndarray, with_predecessors: bool) -> None:
