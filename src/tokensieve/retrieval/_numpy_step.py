@@ -380,20 +380,17 @@ def _wider_slots(plan: SparsePlan, local: np.ndarray) -> tuple[PatternSlots | No
     return None, _NO_PATTERNS
 
 
-def _scatter_bytes(bitmask: np.ndarray, flat: np.ndarray, values: np.ndarray) -> None:
-    """Zero ``bitmask`` and write uint8 ``values`` at flat byte ``flat`` of its rows.
+def _scatter_bytes_strided(bitmask: np.ndarray, flat: np.ndarray, values: np.ndarray) -> None:
+    """Zero a non-contiguous ``bitmask`` and write uint8 ``values`` at flat byte ``flat`` of its rows.
 
     Equal ``flat`` must carry equal ``values``. Byte ``b`` of a row holds
     tokens ``8 * b' .. 8 * b' + 7`` where ``byte_of_token`` maps the token to
-    ``b`` (the machine's byte order places it inside its int32 word).
+    ``b`` (the machine's byte order places it inside its int32 word). The
+    contiguous case is written in place by :func:`fill_bitmask` itself.
     """
-    if bitmask.flags.c_contiguous:
-        bitmask.fill(0)
-        bitmask.view(np.uint8).reshape(-1)[flat] = values
-    else:
-        target = np.zeros(bitmask.shape, dtype=np.int32)
-        target.view(np.uint8).reshape(-1)[flat] = values
-        bitmask[...] = target
+    target = np.zeros(bitmask.shape, dtype=np.int32)
+    target.view(np.uint8).reshape(-1)[flat] = values
+    bitmask[...] = target
 
 
 def fill_bitmask(
@@ -458,7 +455,7 @@ def fill_bitmask(
                 bitmask.fill(0)
                 bitmask.view(_UINT8).reshape(-1)[flat] = value
             else:
-                _scatter_bytes(bitmask, flat, value)
+                _scatter_bytes_strided(bitmask, flat, value)
             return (level, key, _PATTERN, slots, idx, tok, None, plan)
     off = ix._unary_offset[level]
     if off is not None:
