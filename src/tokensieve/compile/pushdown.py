@@ -31,6 +31,7 @@ import numpy as np
 from ..automata.pushdown import RuleNetwork
 from ..errors import LimitExceeded
 from ..limits import Limits
+from .shared_masks import _dense
 from .token_masks import _ranges
 from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 from .vocab_cache import mask_builder_for
@@ -229,6 +230,7 @@ class CompiledPushdownGrammar:
         # from their frame alone are the same (computed per rule on first use)
         self._rule_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
         self._walk_reps: dict[int, np.ndarray] = {}
+        self._maybe_empty: list[bool] | None = None  # per rule, on the first shared walk
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._empty_words = np.zeros(self._builder.num_words, dtype=np.int32)
         self._stop_words = self._empty_words.copy()
@@ -700,11 +702,16 @@ class CompiledPushdownGrammar:
         reps = self._walk_reps.get(r)
         if reps is None:
             net = self.network
+            if self._maybe_empty is None:
+                self._maybe_empty = [
+                    bool(net.accepting[c][net.starts[c]]) or bool(net.calls[c][net.starts[c]])
+                    for c in range(len(net.names))
+                ]
             reps = walk_classes(
                 net.transitions[r],
                 net.accepting[r],
                 net.calls[r],
-                [bool(net.accepting[c][net.starts[c]]) or bool(net.calls[c][net.starts[c]]) for c in range(len(net.names))],
+                self._maybe_empty,
                 int(self._builder.trie.max_depth),
             )
             reps = reps + self._offsets[r]
@@ -798,7 +805,7 @@ def walk_classes(
         succ = ext[columns]
         h1 = (succ * w1).sum(axis=1, dtype=np.uint64)
         h2 = ((succ ^ mix) * w2).sum(axis=1, dtype=np.uint64)
-        new = _dense_ids(_dense_ids(_dense_ids(h1) * count + cls) * (int(h2.size) + 1) + _dense_ids(h2))
+        new = _dense(_dense(_dense(h1) * count + cls) * (int(h2.size) + 1) + _dense(h2))
         new_count = int(new.max()) + 1
         cls = new
         if new_count == count:
@@ -807,12 +814,6 @@ def walk_classes(
     first = np.full(count, num_states, dtype=np.int64)
     np.minimum.at(first, cls, np.arange(num_states, dtype=np.int64))
     return first.take(cls)
-
-
-def _dense_ids(values: np.ndarray) -> np.ndarray:
-    """Ids ``0..k-1`` of ``values`` (equal values, equal ids)."""
-    _, inverse = np.unique(values, return_inverse=True)
-    return np.asarray(inverse, dtype=np.int64).reshape(-1)
 
 
 def _rebuild(
