@@ -28,6 +28,10 @@ REGEXES = [
     r'"[^"]{2,70}"( {0,20}, {0,20}"[^"]{0,30}")*',
     r'[a-zé€]{0,300}(x|"[^"\\]*")',
     r'("[^"\\]*"|[0-9]{1,30}), {0,40}"[^"\\]{0,25}"',
+    # counted strings whose characters are not all alike: one multi-byte character refused, and
+    # a narrower ASCII set (the character chains must not allow either whole)
+    r'"[^"\\é]{0,30}"',
+    r'"[a-z ]{0,30}x"',
 ]
 
 SCHEMAS = [
@@ -136,3 +140,18 @@ def test_utf8_closure_is_used() -> None:
     compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[0])
     state = compiled.step_bytes(compiled.start_state, b'{"a": "')
     assert compiled.automaton.utf8[state]
+
+
+def test_character_chains_are_used() -> None:
+    """Inside a counted string every plain character steps along a chain: the subtree shortcut applies."""
+    info = _info(1)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[0])
+    state = compiled.step_bytes(compiled.start_state, b'{"a": "", "b": "')
+    ascii_len, char_len = compiled.automaton.chains
+    assert ascii_len[state] >= 16 and char_len[state] >= 16
+    near_end = compiled.step_bytes(state, b"x" * 37)
+    assert char_len[near_end] == 3  # three more characters fit
+    refused = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[4])
+    inside = refused.step_bytes(refused.start_state, b'"')
+    ascii_len, char_len = refused.automaton.chains
+    assert ascii_len[inside] >= 16 and char_len[inside] == 0  # "é" leaves the chain

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..vocab.trie import TokenTrie
+from .char_chains import chain_lengths, node_chain_needs
 from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 
 if TYPE_CHECKING:
@@ -199,6 +200,17 @@ class AutomatonView:
                 self.loops[self.utf8] |= HIGH_BYTES
         self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops
+        self._chains: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def chains(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per state, the plain ASCII and plain character chain lengths (see :mod:`.char_chains`).
+
+        Built on first use; ``None`` for an automaton without a table.
+        """
+        if self._chains is None and self.trans is not None:
+            self._chains = chain_lengths(self.trans.reshape(self.num_states, 256))
+        return self._chains
 
     @classmethod
     def of(cls, dfa: ByteDFA) -> AutomatonView:
@@ -380,6 +392,11 @@ class TokenMaskBuilder:
         return ok
 
     @property
+    def chain_needs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per trie node, the plain ASCII and plain character chains that allow its subtree whole."""
+        return node_chain_needs(self.trie)
+
+    @property
     def nbytes(self) -> int:
         """Memory held by the per-vocabulary arrays (the trie included)."""
         own = sum(
@@ -447,6 +464,11 @@ class TokenMaskBuilder:
         check_loops = a.has_loops
         has_utf8, utf8 = a.has_utf8, a.utf8
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
+        # counted strings: chains of plain characters (only for walks from states with costly walks)
+        chains = a.chains if a.trans is not None and bool(a.permissive.take(origins).any()) else None
+        if chains is not None:
+            ascii_len, char_len = chains
+            ascii_need, char_need = self.chain_needs
         seen_nodes: list[np.ndarray] = []
         seen_ends: list[np.ndarray] = []
         seen_owner: list[np.ndarray] = []
@@ -459,6 +481,15 @@ class TokenMaskBuilder:
                     raise FrontierTooLarge(held)
             cnt = nchild.take(node)
             end = token_mid.take(node)
+            if chains is not None:
+                # subtree closure along a chain: every suffix below is plain and no longer than the chain
+                closed = ascii_need.take(node) <= ascii_len.take(state)
+                closed |= char_need.take(node) <= char_len.take(state)
+                closed &= cnt > 0
+                if np.count_nonzero(closed):
+                    cc = np.flatnonzero(closed)
+                    end[cc] = token_hi.take(node.take(cc))
+                    cnt[cc] = 0
             if check_loops:
                 # subtree closure: every byte below the node loops on its state
                 cand = has_loop.take(state)
