@@ -74,3 +74,29 @@ def test_apply_rejects_wrong_dtype_and_shape() -> None:
         apply_token_bitmask_inplace(logits, np.zeros((3, 2), dtype=np.int32))
     with pytest.raises(ValueError):
         allocate_token_bitmask(1, 10, backend="jax")  # type: ignore[arg-type]
+
+
+def _address(a: np.ndarray) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+@pytest.mark.parametrize("rows", [1, 3, 64])
+def test_numpy_bitmasks_start_on_64_byte_boundaries(rows: int) -> None:
+    """Copies of cached masks into them never fall in the 4K-aliasing window (see copy_friendly)."""
+    for _ in range(20):
+        mask = allocate_token_bitmask(rows, 131072)
+        assert _address(mask) % 64 == 0 and mask.flags.c_contiguous
+
+
+@pytest.mark.parametrize("offset", [0, 1, 4, 16, 17, 1024])
+def test_copy_friendly_places_masks_off_page_starts(offset: int) -> None:
+    from tokensieve.bitmask import copy_friendly
+
+    base = np.arange(4096 + 2048, dtype=np.int32)
+    src = base[offset : offset + 4096]
+    src.setflags(write=False)
+    out = copy_friendly(src)
+    address = _address(out)
+    assert address % 64 == 0 and address % 4096 != 0
+    assert np.array_equal(out, src) and not out.flags.writeable
+    assert copy_friendly(out) is out  # already well placed: kept

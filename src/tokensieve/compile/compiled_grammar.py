@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..bitmask import copy_friendly
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, LongTokens, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, _ranges
@@ -321,6 +322,9 @@ class CompiledGrammar:
 
     def _store(self, state: int, mask: np.ndarray, counted: bool = True) -> None:
         """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for."""
+        friendly = copy_friendly(mask)
+        if friendly is not mask:  # a slow place to copy from: the copy is counted
+            mask, counted = friendly, True
         size = mask.nbytes if counted else 0
         with self._lock:
             if state in self._masks:

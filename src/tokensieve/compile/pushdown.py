@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..automata.pushdown import RuleNetwork
+from ..bitmask import copy_friendly
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .shared_masks import _dense
@@ -294,7 +295,7 @@ class CompiledPushdownGrammar:
             hit = self._masks.get(state)
             if hit is not None:
                 return hit
-            mask = self._compute_mask(state)
+            mask = copy_friendly(self._compute_mask(state))
             self._masks[state] = mask
             self._mask_bytes += mask.nbytes
             while self._mask_bytes > self.limits.max_mask_cache_bytes and len(self._masks) > 1:
@@ -364,6 +365,7 @@ class CompiledPushdownGrammar:
             mask.setflags(write=False)
             self._levels[key] = (mask, nodes)
         for key, mask in snapshot["masks"].items():
+            mask = copy_friendly(mask)
             mask.setflags(write=False)
             self._masks[key] = mask
             self._mask_bytes += mask.nbytes
