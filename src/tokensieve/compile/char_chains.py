@@ -42,29 +42,17 @@ _NOT_PLAIN_OR_HIGH = ~(_PLAIN_SET | HIGH_BYTES)
 #: A need larger than any chain: the subtree is never closed by a chain.
 NEVER = np.int16(MAX_CHAIN + 1)
 
-_NEEDS: dict[int, tuple[TokenTrie, np.ndarray, np.ndarray]] = {}
-
 
 def node_chain_needs(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
-    """Per trie node, the chain a state needs for the whole subtree to be allowed.
+    """Per node of ``trie``, the chain a state needs for the whole subtree to be allowed.
 
-    Parameters
-    ----------
-    trie
-        The token trie.
-
-    Returns
-    -------
-    (ascii_need, utf8_need) : tuple of numpy.ndarray
-        ``int16 (num_nodes,)``: the length of the longest token suffix below the
-        node when every byte below it is plain ASCII (``ascii_need``), or plain
-        ASCII or part of well-formed UTF-8 from a character boundary
-        (``utf8_need``); :data:`NEVER` otherwise or when the suffix is longer
-        than :data:`MAX_CHAIN`. Computed once per trie and kept.
+    Returns ``(ascii_need, utf8_need)``, ``int16 (num_nodes,)`` each: the length
+    of the longest token suffix below the node when every byte below it is plain
+    ASCII (``ascii_need``), or plain ASCII or part of well-formed UTF-8 from a
+    character boundary (``utf8_need``); :data:`NEVER` otherwise or when that
+    suffix is longer than :data:`MAX_CHAIN`. The caller keeps the result (one per
+    vocabulary).
     """
-    hit = _NEEDS.get(id(trie))
-    if hit is not None and hit[0] is trie:
-        return hit[1], hit[2]
     depth = trie.node_depth.astype(np.int64)
     # the depth of the deepest node below each node, bottom-up one level at a time
     deepest = depth.copy()
@@ -82,9 +70,6 @@ def node_chain_needs(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
     utf8_need = np.where(utf8_plain & short, suffix, NEVER).astype(np.int16)
     ascii_need.setflags(write=False)
     utf8_need.setflags(write=False)
-    if len(_NEEDS) > 8:
-        _NEEDS.clear()
-    _NEEDS[id(trie)] = (trie, ascii_need, utf8_need)
     return ascii_need, utf8_need
 
 

@@ -382,6 +382,7 @@ class TokenMaskBuilder:
         self._sorted_word = self._sorted_tokens >> 5
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
         self._utf8_ok: np.ndarray | None = None
+        self._chain_needs: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def utf8_ok(self) -> np.ndarray:
@@ -394,7 +395,10 @@ class TokenMaskBuilder:
     @property
     def chain_needs(self) -> tuple[np.ndarray, np.ndarray]:
         """Per trie node, the plain ASCII and plain character chains that allow its subtree whole."""
-        return node_chain_needs(self.trie)
+        needs = self._chain_needs
+        if needs is None:
+            needs = self._chain_needs = node_chain_needs(self.trie)
+        return needs
 
     @property
     def nbytes(self) -> int:
