@@ -9,6 +9,7 @@ a tensor is passed.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 __all__ = [
     "allocate_token_bitmask",
     "copy_friendly",
+    "friendly_zeros",
     "apply_token_bitmask_inplace",
     "bitmask_size",
     "bitmask_to_bool",
@@ -45,6 +47,65 @@ def _aligned_empty(shape: tuple[int, ...], *, avoid_page_start: bool) -> np.ndar
         skip += _ALIGN
     start = skip // 4
     return raw[start : start + count].reshape(shape)
+
+
+class _Slab:
+    """Zeroed rows of one width, handed out from a shared block (no per-row address lookup)."""
+
+    #: rows per block: a block stays alive while any of its rows is referenced
+    ROWS = 16
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.stride = -(-width // (_ALIGN // 4)) * (_ALIGN // 4)  # words, a multiple of 64 bytes
+        self._rows: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> np.ndarray:
+        with self._lock:
+            if not self._rows:
+                self._refill()
+            return self._rows.pop()
+
+    def _refill(self) -> None:
+        raw = np.zeros(self.ROWS * self.stride + _ALIGN // 2, dtype=np.int32)
+        address = raw.__array_interface__["data"][0]
+        first = ((-address) % _ALIGN) // 4
+        if (address + 4 * first) % _PAGE == 0:  # rows a whole number of pages apart would all start pages
+            first += _ALIGN // 4
+        for k in range(self.ROWS - 1, -1, -1):
+            start = first + k * self.stride
+            if (address + 4 * start) % _PAGE:  # page starts are skipped
+                self._rows.append(raw[start : start + self.width])
+
+
+_SLABS: dict[int, _Slab] = {}
+
+
+def friendly_zeros(shape: int | tuple[int, ...], dtype: type = np.int32) -> np.ndarray:
+    """Zeros placed like :func:`copy_friendly` places masks (``int32`` or ``uint32``).
+
+    Parameters
+    ----------
+    shape
+        The array's shape; each row of a 2-D array is a mask.
+    dtype
+        ``numpy.int32`` or ``numpy.uint32``.
+
+    Returns
+    -------
+    numpy.ndarray
+        A contiguous zero array starting on a 64-byte boundary that is not a page start.
+    """
+    if isinstance(shape, int):
+        slab = _SLABS.get(shape)
+        if slab is None:
+            slab = _SLABS.setdefault(shape, _Slab(shape))
+        out = slab.take()
+    else:
+        out = _aligned_empty(tuple(shape), avoid_page_start=True)
+        out.fill(0)
+    return out if dtype is np.int32 else out.view(dtype)
 
 
 def copy_friendly(mask: np.ndarray) -> np.ndarray:

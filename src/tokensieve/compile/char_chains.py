@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..vocab.trie import TokenTrie
-from .utf8_closure import HIGH_BYTES, utf8_subtree_ok
+from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_subtree_ok
 
-__all__ = ["PLAIN_BYTES", "MAX_CHAIN", "chain_lengths", "node_chain_needs"]
+__all__ = ["PLAIN_BYTES", "MAX_CHAIN", "NEVER", "chain_lengths", "node_chain_needs", "plain_kind"]
 
 #: Chains are followed for at most this many steps; deeper subtrees are walked further down.
 MAX_CHAIN = 48
@@ -41,6 +41,28 @@ _NOT_PLAIN_OR_HIGH = ~(_PLAIN_SET | HIGH_BYTES)
 
 #: A need larger than any chain: the subtree is never closed by a chain.
 NEVER = np.int16(MAX_CHAIN + 1)
+
+
+def plain_kind(data: bytes) -> int:
+    """2 if every byte of ``data`` is plain ASCII; 1 if it is plain ASCII and
+    well-formed UTF-8 from a character boundary (possibly ending inside a
+    character); 0 otherwise."""
+    plain = _PLAIN_LOOKUP
+    if all(plain[b] for b in data):
+        return 2
+    u = 0
+    for b in data:
+        if b < 0x80 and not plain[b]:
+            return 0
+        u = int(UTF8_TABLE[u, b])
+        if u < 0:
+            return 0
+    return 1
+
+
+_PLAIN_LOOKUP = [False] * 256
+for _b in PLAIN_BYTES.tolist():
+    _PLAIN_LOOKUP[_b] = True
 
 
 def node_chain_needs(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:

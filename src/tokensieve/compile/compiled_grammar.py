@@ -168,7 +168,11 @@ class CompiledGrammar:
                 if rep != state:
                     assert self._transitions is not None
                     base = self.token_mask(rep)
-                    mask = _long_tokens(self._builder, self.tokenizer_info).apply(base, self._transitions, state)
+                    chains = self.automaton.chains
+                    lengths = None if chains is None else (int(chains[0][state]), int(chains[1][state]))
+                    mask = _long_tokens(self._builder, self.tokenizer_info).apply(
+                        base, self._transitions, state, lengths
+                    )
                     mask.setflags(write=False)
                     self._store(state, mask)
                     return mask
@@ -191,6 +195,8 @@ class CompiledGrammar:
                     )
                 except FrontierTooLarge:
                     batch = self._builder.compute(self.automaton, [state])
+            if len(batch) > 1 and len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
+                batch.pack()  # the neighbours' first visits then cost a row lookup
             mask = batch.mask(0)
             if len(batch) > 1:
                 self._add_batch(batch)
@@ -255,10 +261,13 @@ class CompiledGrammar:
             self._add_batch(batch)
 
     def _add_batch(self, batch: MaskBatch) -> None:
-        """Keep a batch's masks: dense rows go to the mask cache, the others are indexed."""
+        """Keep a batch's masks: dense and packed rows go to the mask cache, the others are indexed."""
         for index, mask in batch.dense.items():
             mask.setflags(write=False)
             self._store(int(batch.states[index]), mask)
+        if batch.packed is not None:  # rows of the batch: their memory is counted with it
+            for index, state in enumerate(batch.states.tolist()):
+                self._store(state, batch.packed[index], counted=False)
         with self._lock:
             batch_id = len(self._batches)
             self._batches.append(batch)

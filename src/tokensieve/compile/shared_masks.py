@@ -32,6 +32,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ..bitmask import friendly_zeros
+from .char_chains import NEVER, plain_kind
+from .token_masks import or_distinct_bits
+
 __all__ = ["LongTokens", "SHARE_DEPTH", "mask_representatives"]
 
 #: states equivalent for every string of this many bytes share the mask of their short tokens
@@ -70,6 +74,8 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
 
 #: automata with at most this many states compare every state in every round (fewer steps)
 _SMALL = 1000
+#: long tokens still running when at most this many are left are run one by one in plain Python
+_FEW_LONG = 16
 
 
 def _refine_fully(tables: _Tables, depth: int) -> np.ndarray:
@@ -391,6 +397,7 @@ class LongTokens:
             self.bytes[i, : len(data)] = np.frombuffer(data, dtype=np.uint8)
         # tokens are sorted by decreasing length: at position j the first active[j] are still going
         self.active = np.asarray([int((lengths > j).sum()) for j in range(width)], dtype=np.int64)
+        self.lengths = lengths
         self.columns = np.ascontiguousarray(self.bytes.T)  # byte j of every token, contiguous
         # the set of bytes of each token, as four 64-bit words
         present = np.zeros((len(ids), 256), dtype=bool)
@@ -402,22 +409,39 @@ class LongTokens:
         mask = np.zeros(num_words, dtype=np.int32)
         np.bitwise_or.at(mask, self.words, self.bits)
         self.mask = mask
+        # the chain each token needs from a state to pass whole (see char_chains)
+        kinds = [plain_kind(decoded_vocab[t]) for t in ids]
+        self.ascii_need = np.where(np.array([k == 2 for k in kinds], dtype=bool), lengths, NEVER).astype(np.int64)
+        self.char_need = np.where(np.array([k >= 1 for k in kinds], dtype=bool), lengths, NEVER).astype(np.int64)
 
-    def apply(self, base: np.ndarray, transitions: np.ndarray, state: int) -> np.ndarray:
-        """``base`` with its long-token bits replaced by those valid from ``state``."""
-        out = base & ~self.mask
+    def apply(
+        self, base: np.ndarray, transitions: np.ndarray, state: int, chains: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """``base`` with its long-token bits replaced by those valid from ``state``.
+
+        ``chains``: the state's plain ASCII and plain character chain lengths
+        (:func:`~tokensieve.compile.char_chains.chain_lengths`), if known; plain
+        tokens no longer than the chain pass without a run.
+        """
+        out = np.bitwise_and(base, ~self.mask, out=friendly_zeros(base.shape[0]))
         if not self.ids.size:
             return out
         row = transitions[state]
         # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
         loops = np.packbits(row == state, bitorder="little").view(np.uint64)
-        outside = (self.byte_sets & ~loops).any(axis=1)
+        away = self.byte_sets & ~loops
+        outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
+        if chains is not None:
+            outside &= self.ascii_need > chains[0]
+            outside &= self.char_need > chains[1]
         ended = [np.flatnonzero(~outside)]
         idx = np.flatnonzero(outside)  # the others run byte by byte
         flat = transitions.reshape(-1)
         cur = np.full(idx.size, state, dtype=np.int64)
         for j, m in enumerate(self.active.tolist()):
-            if not idx.size:
+            if idx.size <= _FEW_LONG:
+                ended.append(self._run_each(flat, idx, cur, j))
+                idx = idx[:0]
                 break
             k = int(np.searchsorted(idx, m))  # idx is sorted: rows >= m have no byte j
             if k < idx.size:
@@ -429,5 +453,19 @@ class LongTokens:
         ended.append(idx)
         ok = np.concatenate(ended)
         if ok.size:
-            np.bitwise_or.at(out, self.words.take(ok), self.bits.take(ok))
+            or_distinct_bits(out, self.words.take(ok), self.bits.take(ok))
         return out
+
+    def _run_each(self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, start: int) -> np.ndarray:
+        """The tokens of ``idx`` (in states ``cur``, at byte ``start``) that run to their end, one by one."""
+        ok: list[int] = []
+        lengths = self.lengths
+        data = self.bytes
+        for t, q in zip(idx.tolist(), cur.tolist(), strict=True):
+            for j in range(start, int(lengths[t])):
+                q = int(flat[q * 256 + int(data[t, j])])
+                if q < 0:
+                    break
+            else:
+                ok.append(t)
+        return np.asarray(ok, dtype=np.int64)
