@@ -81,6 +81,8 @@ PERMISSIVE_OUT_BYTES = 128
 _DENSE_FRACTION = 16
 #: bit lists at least this long are or-ed in by a ``bincount`` (see :func:`or_distinct_bits`)
 _BINCOUNT_MIN = 256
+#: ... when they fill at least one word in this many (a ``bincount`` costs a pass over the whole row)
+_BINCOUNT_DENSITY = 8
 #: ... and lists of at most this many by a plain loop
 _LOOP_MAX = 8
 
@@ -128,8 +130,8 @@ def or_distinct_bits(out: np.ndarray, words: np.ndarray, bits: np.ndarray) -> No
         for w, b in zip(words.tolist(), bits.tolist(), strict=True):
             out[w] |= b
         return
-    if words.size < _BINCOUNT_MIN:
-        np.bitwise_or.at(out, words, bits)
+    if words.size < _BINCOUNT_MIN or words.size * _BINCOUNT_DENSITY < out.size:
+        np.bitwise_or.at(out, words, bits)  # few bits, or sparse in a long row: ``at`` is linear in them
         return
     weights = bits.view(np.uint32) if bits.dtype == np.int32 else bits
     union = np.bincount(words, weights=weights, minlength=out.size).astype(np.uint32)
