@@ -32,6 +32,8 @@ REGEXES = [
     # a narrower ASCII set (the character chains must not allow either whole)
     r'"[^"\\é]{0,30}"',
     r'"[a-z ]{0,30}x"',
+    # a bounded run of blanks (a blank chain), and one of spaces only (none)
+    r'\[[ \t\n\r]{0,40}1[ \t\n\r]{0,3}, {0,30}2\]',
 ]
 
 SCHEMAS = [
@@ -57,7 +59,7 @@ SCHEMAS = [
 def _vocab(seed: int) -> list[bytes]:
     rng = random.Random(seed)
     vocab = [b"", b""] + [bytes([b]) for b in range(256)]
-    alphabet = ['a', 'b', 'x', 'é', '€', '😀', '"', '\\', ' ', ',', ':', '{', '}', '0', '7', 'n', '\u0416']
+    alphabet = ['a', 'b', 'x', 'é', '€', '😀', '"', '\\', ' ', ',', ':', '{', '}', '0', '7', 'n', '\u0416', '\n', '1']
     seen = set(vocab[2:])
     while len(vocab) < 900:
         n = rng.choice([2, 3, 4, 5, 8, 14, 17, 18, 24, 40])
@@ -72,7 +74,7 @@ def _vocab(seed: int) -> list[bytes]:
         if word not in seen:
             seen.add(word)
             vocab.append(word)
-    vocab += [b" " * 17, b" " * 33, "é".encode() * 9, b"a" * 16 + "€".encode(), b'", "b": "' + b"x" * 12]
+    vocab += [b" " * 17, b" " * 33, b"\n" + b" " * 24, b"\n\t" * 9, "é".encode() * 9, b"a" * 16 + "€".encode(), b'", "b": "' + b"x" * 12]
     return vocab
 
 
@@ -147,11 +149,22 @@ def test_character_chains_are_used() -> None:
     info = _info(1)
     compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[0])
     state = compiled.step_bytes(compiled.start_state, b'{"a": "", "b": "')
-    ascii_len, char_len = compiled.automaton.chains
-    assert ascii_len[state] >= 16 and char_len[state] >= 16
+    ascii_len, char_len, blank_len = compiled.automaton.chains
+    assert ascii_len[state] >= 16 and char_len[state] >= 16 and blank_len[state] >= 16
     near_end = compiled.step_bytes(state, b"x" * 37)
     assert char_len[near_end] == 3  # three more characters fit
     refused = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[4])
     inside = refused.step_bytes(refused.start_state, b'"')
-    ascii_len, char_len = refused.automaton.chains
+    ascii_len, char_len, _ = refused.automaton.chains
     assert ascii_len[inside] >= 16 and char_len[inside] == 0  # "é" leaves the chain
+
+
+def test_blank_chains_are_used() -> None:
+    """A bounded run of JSON blanks is a chain; a run of spaces alone is not (tabs and newlines leave it)."""
+    info = _info(1)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[6])
+    ascii_len, char_len, blank_len = compiled.automaton.chains
+    state = compiled.step_bytes(compiled.start_state, b"[\n ")
+    assert blank_len[state] == 38 and ascii_len[state] == 0 and char_len[state] == 0
+    spaces = compiled.step_bytes(compiled.start_state, b"[1, ")
+    assert blank_len[spaces] == 0

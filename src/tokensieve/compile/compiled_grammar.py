@@ -169,7 +169,7 @@ class CompiledGrammar:
                     assert self._transitions is not None
                     base = self.token_mask(rep)
                     chains = self.automaton.chains
-                    lengths = None if chains is None else (int(chains[0][state]), int(chains[1][state]))
+                    lengths = None if chains is None else [int(c[state]) for c in chains]
                     mask = _long_tokens(self._builder, self.tokenizer_info).apply(
                         base, self._transitions, state, lengths
                     )

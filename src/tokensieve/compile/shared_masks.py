@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ..bitmask import friendly_zeros
-from .char_chains import NEVER, plain_kind
+from .char_chains import NOT_OF_KIND, token_needs
 from .token_masks import or_distinct_bits
 
 __all__ = ["LongTokens", "SHARE_DEPTH", "mask_representatives"]
@@ -76,6 +76,9 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
 _SMALL = 1000
 #: long tokens still running when at most this many are left are run one by one in plain Python
 _FEW_LONG = 16
+#: the chain kind counted in characters (see char_chains), and a byte that steps along each kind's chain
+_CHARS = 1
+_CHAIN_BYTE = (0x61, 0x61, 0x20)
 
 
 def _refine_fully(tables: _Tables, depth: int) -> np.ndarray:
@@ -397,7 +400,7 @@ class LongTokens:
             self.bytes[i, : len(data)] = np.frombuffer(data, dtype=np.uint8)
         # tokens are sorted by decreasing length: at position j the first active[j] are still going
         self.active = np.asarray([int((lengths > j).sum()) for j in range(width)], dtype=np.int64)
-        self.lengths = lengths
+        self.token_bytes = [bytes(decoded_vocab[t]) for t in ids]
         self.columns = np.ascontiguousarray(self.bytes.T)  # byte j of every token, contiguous
         # the set of bytes of each token, as four 64-bit words
         present = np.zeros((len(ids), 256), dtype=bool)
@@ -410,18 +413,17 @@ class LongTokens:
         np.bitwise_or.at(mask, self.words, self.bits)
         self.mask = mask
         # the chain each token needs from a state to pass whole (see char_chains)
-        kinds = [plain_kind(decoded_vocab[t]) for t in ids]
-        self.ascii_need = np.where(np.array([k == 2 for k in kinds], dtype=bool), lengths, NEVER).astype(np.int64)
-        self.char_need = np.where(np.array([k >= 1 for k in kinds], dtype=bool), lengths, NEVER).astype(np.int64)
+        needs = np.array([token_needs(decoded_vocab[t]) for t in ids], dtype=np.int64).reshape(-1, 3)
+        self.needs = np.ascontiguousarray(needs.T)  # one row per chain kind
 
     def apply(
-        self, base: np.ndarray, transitions: np.ndarray, state: int, chains: tuple[int, int] | None = None
+        self, base: np.ndarray, transitions: np.ndarray, state: int, chains: Sequence[int] | None = None
     ) -> np.ndarray:
         """``base`` with its long-token bits replaced by those valid from ``state``.
 
-        ``chains``: the state's plain ASCII and plain character chain lengths
-        (:func:`~tokensieve.compile.char_chains.chain_lengths`), if known; plain
-        tokens no longer than the chain pass without a run.
+        ``chains``: the state's chain length of each kind
+        (:func:`~tokensieve.compile.char_chains.chain_lengths`), if known; tokens
+        of a kind no longer than the state's chain pass without a run.
         """
         out = np.bitwise_and(base, ~self.mask, out=friendly_zeros(base.shape[0]))
         if not self.ids.size:
@@ -431,12 +433,28 @@ class LongTokens:
         loops = np.packbits(row == state, bitorder="little").view(np.uint64)
         away = self.byte_sets & ~loops
         outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
-        if chains is not None:
-            outside &= self.ascii_need > chains[0]
-            outside &= self.char_need > chains[1]
-        ended = [np.flatnonzero(~outside)]
-        idx = np.flatnonzero(outside)  # the others run byte by byte
         flat = transitions.reshape(-1)
+        ended: list[np.ndarray] = []
+        passed = ~outside  # tokens of loop bytes; then those a chain covers
+        if chains is not None:
+            for kind, (need, length) in enumerate(zip(self.needs, chains, strict=True)):
+                if not length:
+                    continue
+                covered = outside & (need <= length)
+                passed |= covered
+                outside &= ~covered
+                if kind == _CHARS:
+                    continue
+                # longer tokens of a one-byte-per-step kind: the chain's steps hold, run the rest from its end
+                longer = np.flatnonzero(outside & (need < NOT_OF_KIND))
+                if longer.size:
+                    outside[longer] = False
+                    end = state
+                    for _ in range(length):
+                        end = int(flat[end * 256 + _CHAIN_BYTE[kind]])
+                    ended.append(self._run_each(flat, longer, np.full(longer.size, end, dtype=np.int64), length))
+        ended.append(np.flatnonzero(passed))
+        idx = np.flatnonzero(outside)  # the others run byte by byte
         cur = np.full(idx.size, state, dtype=np.int64)
         for j, m in enumerate(self.active.tolist()):
             if idx.size <= _FEW_LONG:
@@ -459,11 +477,11 @@ class LongTokens:
     def _run_each(self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, start: int) -> np.ndarray:
         """The tokens of ``idx`` (in states ``cur``, at byte ``start``) that run to their end, one by one."""
         ok: list[int] = []
-        lengths = self.lengths
-        data = self.bytes
+        data = self.token_bytes
+        step = flat.item
         for t, q in zip(idx.tolist(), cur.tolist(), strict=True):
-            for j in range(start, int(lengths[t])):
-                q = int(flat[q * 256 + int(data[t, j])])
+            for b in data[t][start:]:
+                q = step((q << 8) | b)
                 if q < 0:
                     break
             else:

@@ -227,11 +227,11 @@ class AutomatonView:
                 self.loops[self.utf8] |= HIGH_BYTES
         self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops
-        self._chains: tuple[np.ndarray, np.ndarray] | None = None
+        self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
-    def chains(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Per state, the plain ASCII and plain character chain lengths (see :mod:`.char_chains`).
+    def chains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per state, the plain ASCII, plain character and blank chain lengths (see :mod:`.char_chains`).
 
         Built on first use; ``None`` for an automaton without a table.
         """
@@ -411,7 +411,7 @@ class TokenMaskBuilder:
         self._sorted_word = self._sorted_tokens >> 5
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
         self._utf8_ok: np.ndarray | None = None
-        self._chain_needs: tuple[np.ndarray, np.ndarray] | None = None
+        self._chain_needs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def utf8_ok(self) -> np.ndarray:
@@ -422,8 +422,8 @@ class TokenMaskBuilder:
         return ok
 
     @property
-    def chain_needs(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per trie node, the plain ASCII and plain character chains that allow its subtree whole."""
+    def chain_needs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per trie node, the plain ASCII, plain character and blank chains that allow its subtree whole."""
         needs = self._chain_needs
         if needs is None:
             needs = self._chain_needs = node_chain_needs(self.trie)
@@ -497,11 +497,11 @@ class TokenMaskBuilder:
         check_loops = a.has_loops
         has_utf8, utf8 = a.has_utf8, a.utf8
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
-        # counted strings: chains of plain characters (only for walks from states with costly walks)
+        # counted strings and blank runs: chains (only for walks from states with costly walks)
         chains = a.chains if a.trans is not None and bool(a.permissive.take(origins).any()) else None
         if chains is not None:
-            ascii_len, char_len = chains
-            ascii_need, char_need = self.chain_needs
+            ascii_len, char_len, blank_len = chains
+            ascii_need, char_need, blank_need = self.chain_needs
         seen_nodes: list[np.ndarray] = []
         seen_ends: list[np.ndarray] = []
         seen_owner: list[np.ndarray] = []
@@ -518,6 +518,7 @@ class TokenMaskBuilder:
                 # subtree closure along a chain: every suffix below is plain and no longer than the chain
                 closed = ascii_need.take(node) <= ascii_len.take(state)
                 closed |= char_need.take(node) <= char_len.take(state)
+                closed |= blank_need.take(node) <= blank_len.take(state)
                 closed &= cnt > 0
                 if np.count_nonzero(closed):
                     cc = np.flatnonzero(closed)
