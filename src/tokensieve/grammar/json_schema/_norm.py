@@ -14,6 +14,7 @@ from ..ir import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, l
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
+from ._unique import unique_items_automaton
 
 if TYPE_CHECKING:
     from ._lower import Lowerer
@@ -36,8 +37,8 @@ from ._lower import (
     ckey,
 )
 
-#: largest set of distinct values whose unique arrays are spelled out
-MAX_UNIQUE_ITEMS = 6
+#: largest set of distinct values whose unique arrays are enforced (spelled out, or by tracking the items used)
+MAX_UNIQUE_ITEMS = 10
 
 #: formats whose language is a superset of the specified one
 _PARTIAL_FORMATS = {
@@ -722,16 +723,22 @@ class _Norm:
                 return None
         if len(values) > MAX_UNIQUE_ITEMS:
             return None
-        # the spelled-out sequences cost automaton states in proportion to their number
         n = len(values)
         top = n if hi is None else min(hi, n)
-        paths = sum(math.perm(n, j) for j in range(lo, top + 1))
-        per_item = 8 + (2 * layout.max_whitespace if layout.mode == "flexible" else 2)
-        if paths * per_item > 20_000:
-            return None
+        if lo > top:
+            return container("[", "]", NOTHING, lo == 0, layout, depth)
         any_order = low.property_order == "any"
         lits = [lx.value_literal(v, layout, depth + 1, any_order) for v in values]
         sep = layout.sep(depth)
+        # the spelled-out sequences cost automaton states in proportion to their number; past a
+        # budget, one automaton tracks the set of items used instead (2**n subsets)
+        paths = sum(math.perm(n, j) for j in range(lo, top + 1))
+        per_item = 8 + (2 * layout.max_whitespace if layout.mode == "flexible" else 2)
+        if paths * per_item > 20_000:
+            tracked = unique_items_automaton(lits, sep, lo, hi, low.limits)
+            if tracked is None:
+                return None
+            return container("[", "]", tracked, lo == 0, layout, depth)
         memo: dict[tuple[frozenset[int], int], Node] = {}
 
         def more(remaining: frozenset[int], count: int) -> Node:
