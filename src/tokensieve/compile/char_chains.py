@@ -11,7 +11,7 @@ in addition, every well-formed multi-byte UTF-8 character leads to ``next(q)``
 too. ``ascii_len(q)`` (``utf8_len(q)``) is the number of such steps in a row,
 capped: every string of at most that many plain characters is viable from *q*.
 
-Bounded whitespace runs (``[ \t\n\r]{0,32}``) are chains too, over the four
+Bounded whitespace runs (``[ \\t\\n\\r]{0,32}``) are chains too, over the four
 JSON blanks: ``blank_len(q)``.
 
 Per trie node, once per trie: the length of the longest token suffix below it,
