@@ -35,18 +35,22 @@ _ALIGN = 64
 _PAGE = 4096
 
 
+def _aligned(count: int, *, avoid_page_start: bool, zeros: bool = False) -> tuple[np.ndarray, int]:
+    """``count`` ``int32`` words starting on a 64-byte boundary (not a page start if asked), and their address."""
+    raw = (np.zeros if zeros else np.empty)(count + 2 * _ALIGN // 4, dtype=np.int32)
+    address = raw.__array_interface__["data"][0]
+    skip = (-address) % _ALIGN
+    if avoid_page_start and (address + skip) % _PAGE == 0:
+        skip += _ALIGN
+    return raw[skip // 4 : skip // 4 + count], address + skip
+
+
 def _aligned_empty(shape: tuple[int, ...], *, avoid_page_start: bool) -> np.ndarray:
     """An uninitialised ``int32`` array starting on a 64-byte boundary (not a page start if asked)."""
     count = 1
     for n in shape:
         count *= n
-    raw = np.empty(count + 2 * _ALIGN // 4, dtype=np.int32)
-    address = raw.__array_interface__["data"][0]
-    skip = (-address) % _ALIGN
-    if avoid_page_start and (address + skip) % _PAGE == 0:
-        skip += _ALIGN
-    start = skip // 4
-    return raw[start : start + count].reshape(shape)
+    return _aligned(count, avoid_page_start=avoid_page_start)[0].reshape(shape)
 
 
 class _Slab:
@@ -68,15 +72,12 @@ class _Slab:
             return self._rows.pop()
 
     def _refill(self) -> None:
-        raw = np.zeros(self.ROWS * self.stride + _ALIGN // 2, dtype=np.int32)
-        address = raw.__array_interface__["data"][0]
-        first = ((-address) % _ALIGN) // 4
-        if (address + 4 * first) % _PAGE == 0:  # rows a whole number of pages apart would all start pages
-            first += _ALIGN // 4
+        # the first row is off a page start; later rows that land on one are skipped
+        block, address = _aligned(self.ROWS * self.stride, avoid_page_start=True, zeros=True)
         for k in range(self.ROWS - 1, -1, -1):
-            start = first + k * self.stride
-            if (address + 4 * start) % _PAGE:  # page starts are skipped
-                self._rows.append(raw[start : start + self.width])
+            start = k * self.stride
+            if (address + 4 * start) % _PAGE:
+                self._rows.append(block[start : start + self.width])
 
 
 _SLABS: dict[int, _Slab] = {}

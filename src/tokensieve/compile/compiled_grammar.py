@@ -195,11 +195,9 @@ class CompiledGrammar:
                     )
                 except FrontierTooLarge:
                     batch = self._builder.compute(self.automaton, [state])
-            if len(batch) > 1 and len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
-                batch.pack()  # the neighbours' first visits then cost a row lookup
-            mask = batch.mask(0)
             if len(batch) > 1:
-                self._add_batch(batch)
+                self._add_batch(batch)  # packed when small: the neighbours' first visits cost a lookup
+            mask = batch.mask(0)
         mask.setflags(write=False)
         self._store(state, mask)
         return mask
@@ -256,12 +254,15 @@ class CompiledGrammar:
                 half = chunk.size // 2  # a chunk of one state never raises
                 chunks += [chunk[half:], chunk[:half]]
                 continue
-            if len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
-                batch.pack()
             self._add_batch(batch)
 
     def _add_batch(self, batch: MaskBatch) -> None:
-        """Keep a batch's masks: dense and packed rows go to the mask cache, the others are indexed."""
+        """Keep a batch's masks, packed at once when they fit in a few megabytes.
+
+        Dense and packed rows go to the mask cache; the others are indexed.
+        """
+        if batch.packed is None and len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
+            batch.pack()
         for index, mask in batch.dense.items():
             mask.setflags(write=False)
             self._store(int(batch.states[index]), mask)

@@ -394,18 +394,18 @@ class LongTokens:
         self.ids = np.asarray(ids, dtype=np.int64)
         lengths = np.asarray([len(decoded_vocab[t]) for t in ids], dtype=np.int64)
         width = int(lengths.max()) if lengths.size else 0
-        self.bytes = np.zeros((len(ids), width), dtype=np.int64)
+        data_bytes = np.zeros((len(ids), width), dtype=np.int64)
         for i, t in enumerate(ids):
             data = decoded_vocab[t]
-            self.bytes[i, : len(data)] = np.frombuffer(data, dtype=np.uint8)
+            data_bytes[i, : len(data)] = np.frombuffer(data, dtype=np.uint8)
         # tokens are sorted by decreasing length: at position j the first active[j] are still going
         self.active = np.asarray([int((lengths > j).sum()) for j in range(width)], dtype=np.int64)
         self.token_bytes = [bytes(decoded_vocab[t]) for t in ids]
-        self.columns = np.ascontiguousarray(self.bytes.T)  # byte j of every token, contiguous
+        self.columns = np.ascontiguousarray(data_bytes.T)  # byte j of every token, contiguous
         # the set of bytes of each token, as four 64-bit words
         present = np.zeros((len(ids), 256), dtype=bool)
         rows = np.repeat(np.arange(len(ids)), lengths)
-        present[rows, self.bytes[np.arange(width) < lengths[:, None]]] = True
+        present[rows, data_bytes[np.arange(width) < lengths[:, None]]] = True
         self.byte_sets = np.packbits(present, axis=1, bitorder="little").view(np.uint64)
         self.words = self.ids >> 5
         self.bits = np.left_shift(np.uint32(1), (self.ids & 31).astype(np.uint32)).view(np.int32)

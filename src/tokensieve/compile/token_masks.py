@@ -498,7 +498,7 @@ class TokenMaskBuilder:
         has_utf8, utf8 = a.has_utf8, a.utf8
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
         # counted strings and blank runs: chains (only for walks from states with costly walks)
-        chains = a.chains if a.trans is not None and bool(a.permissive.take(origins).any()) else None
+        chains = a.chains if bool(a.permissive.take(origins).any()) else None
         if chains is not None:
             ascii_len, char_len, blank_len = chains
             ascii_need, char_need, blank_need = self.chain_needs

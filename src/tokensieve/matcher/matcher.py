@@ -171,14 +171,12 @@ class GrammarMatcher:
         bool
             Always ``True`` (the mask must be applied).
         """
-        mask = self._stop_only_mask() if self._terminated else self.compiled_grammar.token_mask(self._state)
-        if type(bitmask) is np.ndarray and bitmask.dtype == np.int32:
-            row = bitmask[index] if bitmask.ndim == 2 else bitmask
-            if row.shape[0] == mask.shape[0]:  # the usual case: one copy
-                np.copyto(row, mask)
-                return True
+        mask = self.next_token_mask()
         if isinstance(bitmask, np.ndarray):
             row = bitmask[index] if bitmask.ndim == 2 else bitmask
+            if row.shape[0] == mask.shape[0] and bitmask.dtype == np.int32:  # the usual case: one copy
+                np.copyto(row, mask)
+                return True
             if row.shape[0] < mask.shape[0] or bitmask.dtype != np.int32:
                 raise ValueError(
                     f"bitmask row must be int32 with at least {mask.shape[0]} words; "

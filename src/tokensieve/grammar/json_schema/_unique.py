@@ -38,7 +38,6 @@ def _item_product(items: list[ByteDFA]) -> tuple[np.ndarray, np.ndarray, np.ndar
     ``alive[p]``: bit set of the items still possible in ``p``; ``done[p]``: the
     item complete in ``p`` (-1: none). ``None`` when two items end together.
     """
-    n = len(items)
     tables = [d.transitions.astype(np.int64) for d in items]
     dead = np.full(256, -1, dtype=np.int64)
     start = tuple(int(d.start) for d in items)
@@ -71,7 +70,6 @@ def _item_product(items: list[ByteDFA]) -> tuple[np.ndarray, np.ndarray, np.ndar
                 if done[p] >= 0:
                     return None  # two items spell the same text
                 done[p] = i
-    del n
     return np.stack(rows), alive, done
 
 
