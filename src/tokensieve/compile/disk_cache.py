@@ -24,7 +24,7 @@ __all__ = ["DiskCache", "cache_key"]
 
 logger = logging.getLogger("tokensieve")
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _ALLOWED = {
     ("builtins", "frozenset"),

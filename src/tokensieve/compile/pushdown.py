@@ -32,9 +32,9 @@ from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly
 from ..errors import LimitExceeded
 from ..limits import Limits
-from .shared_masks import _dense
-from .token_masks import _ranges
-from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
+from .char_chains import BLANK_BYTES, PLAIN_BYTES
+from .shared_masks import mask_representatives
+from .token_masks import AutomatonView
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -48,91 +48,10 @@ Config = tuple[int, ...]
 _PENDING = -2
 
 
-class _TrieArrays:
-    """int64 views of the token trie used by the walk."""
-
-    def __init__(self, builder: Any) -> None:
-        trie = builder.trie
-        self.root_children = trie.children(0).astype(np.int64)
-        self.node_byte = trie.node_byte.astype(np.int64)
-        self.child_start = trie.child_start.astype(np.int64)
-        self.child_ids = trie.child_ids.astype(np.int64)
-        self.token_lo = trie.token_lo.astype(np.int64)
-        self.token_mid = trie.token_mid.astype(np.int64)
-        self.token_hi = trie.token_hi.astype(np.int64)
-        self.subtree_bytes = trie.subtree_bytes
-        self.num_nodes = int(self.node_byte.size)
-        self._child_bits: np.ndarray | None = None
-        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
-        self.pair_parent = np.zeros(0, dtype=np.int64)
-        self.pair_child = np.zeros(0, dtype=np.int64)
-
-    @property
-    def pairs_by_byte(self) -> tuple[np.ndarray, np.ndarray]:
-        """All (parent, child) pairs grouped by the child's byte (built on first use).
-
-        Returns ``(lo, hi)``: the pairs of byte ``b`` are ``pair_parent[lo[b]:hi[b]]``
-        (sorted) and ``pair_child[lo[b]:hi[b]]``.
-        """
-        if self._pairs is None:
-            counts = self.child_start[1:] - self.child_start[:-1]
-            parents = np.repeat(np.arange(self.num_nodes, dtype=np.int64), counts)
-            kids = self.child_ids[: parents.size]
-            kid_bytes = self.node_byte[kids]
-            order = np.lexsort((parents, kid_bytes))
-            self.pair_parent = parents[order]
-            self.pair_child = kids[order]
-            edges = np.searchsorted(kid_bytes[order], np.arange(257))
-            self._pairs = (edges[:-1], edges[1:])
-        return self._pairs
-
-    @property
-    def child_bits(self) -> np.ndarray:
-        """``uint64 (N, 4)``: the 256-bit set of the bytes of each node's children (built on first use)."""
-        if self._child_bits is None:
-            n = self.num_nodes
-            counts = self.child_start[1:] - self.child_start[:-1]
-            kid_bytes = self.node_byte[self.child_ids]
-            starts = self.child_start[:-1]
-            bits = np.zeros((n, 4), dtype=np.uint64)
-            if kid_bytes.size:
-                one = np.uint64(1) << (kid_bytes & 63).astype(np.uint64)
-                for w in range(4):
-                    # a trailing 0 keeps every segment start a valid index
-                    vals = np.append(np.where((kid_bytes >> 6) == w, one, np.uint64(0)), np.uint64(0))
-                    bits[:, w] = np.where(counts > 0, np.bitwise_or.reduceat(vals, starts), np.uint64(0))
-            self._child_bits = bits
-        return self._child_bits
-
-    def children(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Children of ``nodes`` and, for each child, the index of its parent in ``nodes``."""
-        cs = self.child_start[nodes]
-        cnt = self.child_start[nodes + 1] - cs
-        total = int(cnt.sum())
-        if total == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty
-        ends = np.cumsum(cnt)
-        pos = np.arange(total, dtype=np.int64) + np.repeat(cs - (ends - cnt), cnt)
-        return self.child_ids[pos], np.repeat(np.arange(nodes.size, dtype=np.int64), cnt)
-
-
-_TRIES: dict[int, tuple[Any, _TrieArrays]] = {}
 #: rules of fewer states than this do not look for states with the same walks
 _SHARE_MIN_STATES = 64
 #: memoised trie walks kept per grammar before the memo is cleared (each holds a mask)
 _MAX_MEMO_WALKS = 4096
-
-
-def _trie_arrays(builder: Any) -> _TrieArrays:
-    hit = _TRIES.get(id(builder))
-    if hit is not None and hit[0] is builder:
-        return hit[1]
-    arrays = _TrieArrays(builder)
-    if len(_TRIES) > 8:
-        _TRIES.clear()
-    _TRIES[id(builder)] = (builder, arrays)
-    return arrays
 
 
 class CompiledPushdownGrammar:
@@ -174,8 +93,6 @@ class CompiledPushdownGrammar:
         self.source = source
         self.unenforced = tuple(unenforced)
         self._builder = mask_builder_for(tokenizer_info)
-        self._trie = _trie_arrays(self._builder)
-        self._utf8_ok = utf8_subtree_ok(self._builder.trie)
         self._lock = threading.RLock()
         # global state ids: rule r's state q is offsets[r] + q
         sizes = [t.shape[0] for t in network.transitions]
@@ -204,6 +121,14 @@ class CompiledPushdownGrammar:
                     g_ret = int(offsets[r] + ret)
                     calls.append((int(offsets[s] + network.starts[s]), -1 if final[g_ret] else g_ret))
                 self._gcalls.append(tuple(calls))
+        # states where a walk path calls or may return (see _frame_walk)
+        self._special = np.array(self._gaccept, dtype=bool) | np.array([bool(c) for c in self._gcalls], dtype=bool)
+        self._views: dict[bool, AutomatonView] = {}
+        # frames pushed inside one token: id -> (frames below, return state); 0 is none
+        self._push_ids: dict[tuple[int, int], int] = {}
+        self._push_below: list[int] = [0]
+        self._push_top: list[int] = [-1]
+        self._push_depth: list[int] = [0]
         # interned pushdown states
         self._ids: dict[frozenset[Config], int] = {}
         self._sets: list[frozenset[Config]] = []
@@ -215,8 +140,6 @@ class CompiledPushdownGrammar:
         self._table = np.full((cap, 256), -1, dtype=np.int32)
         self._known = np.zeros(cap, dtype=bool)
         self._escape = np.zeros(cap, dtype=bool)
-        self._loops = np.zeros((cap, 4), dtype=np.uint64)
-        self._utf8 = np.zeros(cap, dtype=bool)
         self._closures: dict[frozenset[Config], int] = {}
         # rows with successors not interned yet: state -> (byte -> group or -1, group -> stacks)
         self._pending: dict[int, tuple[np.ndarray, list[set[Config]]]] = {}
@@ -326,8 +249,6 @@ class CompiledPushdownGrammar:
                 "sets": list(self._sets),
                 "table": self._table[:n].copy(),
                 "known": self._known[:n].copy(),
-                "loops": self._loops[:n].copy(),
-                "utf8": self._utf8[:n].copy(),
                 "levels": dict(self._levels),
                 "masks": dict(self._masks),
             }
@@ -356,8 +277,6 @@ class CompiledPushdownGrammar:
         self._closures = {}
         self._table[:n] = snapshot["table"]
         self._known[:n] = snapshot["known"]
-        self._loops[:n] = snapshot["loops"]
-        self._utf8[:n] = snapshot["utf8"]
         self._escape[:n] = [() in st for st in sets]
         root = network.root
         self._start = self._intern_closed({(int(self._offsets[root] + network.starts[root]),)})
@@ -440,11 +359,7 @@ class CompiledPushdownGrammar:
         known[: self._known.shape[0]] = self._known
         escape = np.zeros(cap, dtype=bool)
         escape[: self._escape.shape[0]] = self._escape
-        loops = np.zeros((cap, 4), dtype=np.uint64)
-        loops[: self._loops.shape[0]] = self._loops
-        utf8 = np.zeros(cap, dtype=bool)
-        utf8[: self._utf8.shape[0]] = self._utf8
-        self._table, self._known, self._escape, self._loops, self._utf8 = table, known, escape, loops, utf8
+        self._table, self._known, self._escape = table, known, escape
 
     def _fill_row(self, sid: int) -> None:
         """The row of ``sid``: -1 where no byte leads, successors interned lazily.
@@ -497,13 +412,6 @@ class CompiledPushdownGrammar:
                     self._pending[sid] = (groups, targets)
         self._table[sid] = row
         self._known[sid] = True
-        # loop bytes of every state, escaping or not: walks that need no escape nodes
-        # (the bottom frame of a stack) take the subtree shortcut in escaping states too
-        loops = np.packbits(row == sid, bitorder="little").view(np.uint64)
-        if loops.any() and row[0xC2] != -1 and row[0xF4] != -1 and is_utf8_closed(sid, self.row):
-            loops = loops | HIGH_BYTES
-            self._utf8[sid] = True
-        self._loops[sid] = loops
 
     def _resolve(self, sid: int, byte_values: np.ndarray | None) -> None:
         """Intern the pending successors of ``sid`` on ``byte_values`` (None: all)."""
@@ -542,9 +450,9 @@ class CompiledPushdownGrammar:
 
     # --------------------------------------------------------------- walks
     def _walk(
-        self, start: int, start_nodes: np.ndarray | None, need_escapes: bool = True
+        self, g: int, start_nodes: np.ndarray | None, need_escapes: bool = True
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Tokens allowed from pushdown state ``start`` below ``start_nodes`` (None: the trie root).
+        """Tokens allowed from the frame of global state ``g`` alone below ``start_nodes`` (None: the root).
 
         Returns the packed mask (no stop tokens) and the escape nodes (sorted, unique;
         None when ``need_escapes`` is false). Memoised per (state, start nodes).
@@ -552,9 +460,9 @@ class CompiledPushdownGrammar:
         if start_nodes is not None and start_nodes.size == 1 and start_nodes[0] == 0:
             start_nodes = None  # below the root: the same walk as from the root
         if start_nodes is None:
-            key: tuple[int, int, bytes] = (start, 0, b"")
+            key: tuple[int, int, bytes] = (g, 0, b"")
         elif start_nodes.size <= 32:
-            key = (start, start_nodes.size, start_nodes.tobytes())
+            key = (g, start_nodes.size, start_nodes.tobytes())
         else:
             known = self._digests.get(id(start_nodes))
             if known is not None and known[0] is start_nodes:
@@ -562,12 +470,12 @@ class CompiledPushdownGrammar:
             else:
                 digest = hashlib.blake2b(start_nodes.tobytes(), digest_size=16).digest()
                 self._digests[id(start_nodes)] = (start_nodes, digest)
-            key = (start, start_nodes.size, digest)
+            key = (g, start_nodes.size, digest)
         hit = self._walks.get(key)
         if hit is not None and (hit[2] is not None or not need_escapes):
             if start_nodes is None or start_nodes.size <= 32 or np.array_equal(hit[0], start_nodes):
                 return hit[1], hit[2]
-        mask, escapes = self._walk_uncached(start, start_nodes, need_escapes)
+        mask, escapes = self._frame_walk(g, start_nodes, need_escapes)
         if len(self._walks) >= _MAX_MEMO_WALKS:
             # a pure memo: forget it all rather than grow without bound over a long generation
             self._walks.clear()
@@ -575,83 +483,132 @@ class CompiledPushdownGrammar:
         self._walks[key] = (start_nodes, mask, escapes)
         return mask, escapes
 
-    def _walk_uncached(
-        self, start: int, start_nodes: np.ndarray | None, need_escapes: bool
+    def _view(self, need_escapes: bool) -> AutomatonView:
+        """The global automaton as the trie walk reads it (see :meth:`_frame_walk`)."""
+        view = self._views.get(need_escapes)
+        if view is None:
+            full = self._views.get(False)
+            if full is None:
+                full = self._views[False] = AutomatonView(self._gtrans, self._special)
+                # walks here are one frame at a time, not batches that amortise the levels,
+                # so a blank run before a value is worth closing at once in every walk
+                full.chains_everywhere = True
+            if not need_escapes:
+                return full
+            # a walk that must find every escape node closes no subtree through a state
+            # that may return, nor by the loops of a state that calls; a chain may pass a
+            # state that calls, when the callee can neither match the empty string nor
+            # start with a byte a chain reads (the call then dies at the next byte below)
+            accept = np.asarray(self._gaccept, dtype=bool)
+            chain_bytes = np.concatenate([PLAIN_BYTES, BLANK_BYTES, np.arange(0x80, 0x100)])
+            reads: np.ndarray = np.any(self._gtrans[:, chain_bytes] >= 0, axis=1)
+            blocking = np.zeros(accept.size, dtype=bool)
+            for q, calls in enumerate(self._gcalls):
+                for start, _ in calls:
+                    if self._gaccept[start] or self._gcalls[start] or reads[start]:
+                        blocking[q] = True
+                        break
+            view = self._views[True] = full.closing_around(self._special, accept | blocking)
+        return view
+
+    def _push(self, below: int, ret: int) -> int:
+        """The id of the frames pushed inside a token: those of ``below``, then ``ret``."""
+        key = (below, ret)
+        hit = self._push_ids.get(key)
+        if hit is not None:
+            return hit
+        depth = self._push_depth[below] + 1
+        if depth > self.limits.max_stack_depth:
+            raise LimitExceeded("max_stack_depth", self.limits.max_stack_depth, "the parse stack is too deep")
+        new = len(self._push_top)
+        self._push_ids[key] = new
+        self._push_below.append(below)
+        self._push_top.append(ret)
+        self._push_depth.append(depth)
+        return new
+
+    def _frame_walk(
+        self, g: int, start_nodes: np.ndarray | None, need_escapes: bool
     ) -> tuple[np.ndarray, np.ndarray | None]:
-        tr = self._trie
-        utf8_ok = self._utf8_ok
-        self._ensure_rows(np.array([start], dtype=np.int64))
-        escapes: list[np.ndarray] = []
-        if need_escapes and self._escape[start]:
-            escapes.append(np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes)
-        if start_nodes is None:
-            node = tr.root_children
-        else:
-            node = None
-            if start_nodes.size > 64:
-                # expand only the start nodes with a child on a byte that ``start`` accepts:
-                # from the (parent, child) pairs of those bytes when they are fewer than the
-                # start nodes, else by testing each start node's child bytes
-                live_row = self._table[start] != -1
-                lo, hi = tr.pairs_by_byte
-                live_bytes = np.flatnonzero(live_row)
-                counts = hi[live_bytes] - lo[live_bytes]
-                if int(counts.sum()) < start_nodes.size:
-                    pos = _ranges(lo[live_bytes], counts)
-                    parents, kids = tr.pair_parent[pos], tr.pair_child[pos]
-                    at = np.minimum(np.searchsorted(start_nodes, parents), start_nodes.size - 1)
-                    node = kids[start_nodes[at] == parents]
-                else:
-                    live = np.packbits(live_row, bitorder="little").view(np.uint64)
-                    start_nodes = start_nodes[np.any(tr.child_bits[start_nodes] & live, axis=1)]
-            if node is None:
-                node, _ = tr.children(start_nodes)
-        node_bytes = tr.node_byte[node]
-        state = self._successors(np.full(node_bytes.size, start, dtype=np.int64), node_bytes)
-        keep = state >= 0
-        node, state = node[keep], state[keep]
-        out_lo: list[np.ndarray] = []
-        out_hi: list[np.ndarray] = []
-        while node.size:
-            self._ensure_rows(state)
-            loops = self._loops[state]
-            below = tr.subtree_bytes[node]
-            closed = ~np.any(below & ~loops, axis=1)
-            closed &= ~self._utf8[state] | utf8_ok[node]
-            if need_escapes:
-                esc = self._escape[state]
-                if esc.any():
-                    escapes.append(node[esc])
-                    closed &= ~esc
-            if closed.any():
-                cn = node[closed]
-                out_lo.append(tr.token_lo[cn])
-                out_hi.append(tr.token_hi[cn])
-                open_ = ~closed
-                node, state = node[open_], state[open_]
-                if not node.size:
-                    break
-            lo = tr.token_lo[node]
-            mid = tr.token_mid[node]
-            exact = mid > lo
-            if exact.any():
-                out_lo.append(lo[exact])
-                out_hi.append(mid[exact])
-            kids, parent = tr.children(node)
-            if kids.size == 0:
-                break
-            nstate = self._successors(state[parent], tr.node_byte[kids])
-            keep = nstate >= 0
-            node, state = kids[keep], nstate[keep]
+        """The walk of :meth:`_walk`, over global DFA states.
+
+        A path of the walk is a trie node, the global state on top and the
+        frames pushed since the walk began (an id, 0 for none; see :meth:`_push`).
+        Bytes move the top state by the global table, vectorised as for a DFA
+        (:meth:`TokenMaskBuilder.walk_pairs`), which reports the nodes where a
+        path meets a state that calls or may return. There the calls push a
+        frame, a return pops one, and a return with nothing pushed is an escape
+        node; the new paths are walked on below their nodes, until no path is new.
+        """
         b = self._builder
-        if out_lo:
-            mask = b.pack(b.ranges_to_bool(np.concatenate(out_lo), np.concatenate(out_hi)), False)
-        else:
-            mask = self._empty_words.copy()
+        view = self._view(need_escapes)
+        nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes.astype(np.int64)
+        seen: dict[tuple[int, int], np.ndarray] = {}
+        escapes: list[np.ndarray] = []
+        lo_parts: list[np.ndarray] = []
+        hi_parts: list[np.ndarray] = []
+        pairs = self._close([(g, 0, nodes)], seen, escapes, need_escapes, True)
+        while pairs is not None:
+            node, state, pushed = pairs
+            _, lo, hi, (ev_node, ev_state, ev_pushed) = b.walk_pairs(
+                view, node, state, pushed if pushed.any() else None, self._special
+            )
+            lo_parts.append(lo)
+            hi_parts.append(hi)
+            if not ev_node.size:
+                break
+            pairs = self._close(_groups(ev_node, ev_state, ev_pushed), seen, escapes, need_escapes, False)
+        lo, hi = np.concatenate(lo_parts), np.concatenate(hi_parts)
+        mask = b.pack(b.ranges_to_bool(lo, hi), False) if lo.size else self._empty_words.copy()
         mask.setflags(write=False)
         if not need_escapes:
             return mask, None
         return mask, self._union(escapes)
+
+    def _close(
+        self,
+        groups: list[tuple[int, int, np.ndarray]],
+        seen: dict[tuple[int, int], np.ndarray],
+        escapes: list[np.ndarray],
+        need_escapes: bool,
+        emit_given: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The new paths that calls and returns make from ``groups`` of (state, pushed, sorted nodes).
+
+        Paths already in ``seen`` are skipped; escape nodes are appended to
+        ``escapes``. With ``emit_given`` the given paths are returned too.
+        Returns (node, state, pushed) arrays, or None when there is no new path.
+        """
+        accept, calls = self._gaccept, self._gcalls
+        out: list[tuple[int, int, np.ndarray]] = []
+        todo: list[tuple[int, int, np.ndarray]] = []
+        for q, pushed, nodes in groups:
+            new = _unseen(seen, q, pushed, nodes)
+            if new.size:
+                todo.append((q, pushed, new))
+                if emit_given:
+                    out.append((q, pushed, new))
+        while todo:
+            q, pushed, nodes = todo.pop()
+            succ: list[tuple[int, int]] = []
+            if accept[q]:
+                if pushed:
+                    succ.append((self._push_top[pushed], self._push_below[pushed]))
+                elif need_escapes:
+                    escapes.append(nodes)
+            for start, ret in calls[q]:
+                succ.append((start, pushed if ret < 0 else self._push(pushed, ret)))
+            for q2, p2 in succ:
+                new = _unseen(seen, q2, p2, nodes)
+                if new.size:
+                    out.append((q2, p2, new))
+                    todo.append((q2, p2, new))
+        if not out:
+            return None
+        node = np.concatenate([n for _, _, n in out])
+        state = np.concatenate([np.full(n.size, q, dtype=np.int64) for q, _, n in out])
+        pushed_ids = np.concatenate([np.full(n.size, p, dtype=np.int64) for _, p, n in out])
+        return node, state, pushed_ids
 
     def _union(self, parts: list[np.ndarray]) -> np.ndarray:
         """Sorted unique trie nodes of ``parts``."""
@@ -673,7 +630,7 @@ class CompiledPushdownGrammar:
         total = sum(p.size for p in parts)
         if total < 4096:
             return np.unique(np.concatenate(parts)).astype(np.int32)
-        seen = np.zeros(self._trie.num_nodes, dtype=bool)
+        seen = np.zeros(self._builder.trie.num_nodes, dtype=bool)
         for p in parts:
             seen[p] = True
         return np.flatnonzero(seen).astype(np.int32)
@@ -688,13 +645,12 @@ class CompiledPushdownGrammar:
                 result = self._level((rep,), need_escapes)
                 self._levels[suffix] = result
                 return result
-        start = self._intern_closed({(suffix[0],)})
         if len(suffix) == 1:
-            result = self._walk(start, None, need_escapes)
+            result = self._walk(suffix[0], None, need_escapes)
         else:
             nodes = self._level(suffix[1:])[1]
             assert nodes is not None
-            result = self._walk(start, nodes, need_escapes)
+            result = self._walk(suffix[0], nodes, need_escapes)
         self._levels[suffix] = result
         return result
 
@@ -778,44 +734,39 @@ def walk_classes(
     num_states = int(transitions.shape[0])
     if num_states < _SHARE_MIN_STATES:
         return np.arange(num_states, dtype=np.int64)
+    # Encoded for the refinement of shared_masks: after the byte columns come the return
+    # states of the calls, then a tag column to one extra state per initial class (whether
+    # the state accepts, which rules it calls). The extra states differ from every state
+    # (no tag) and from each other (self-loops on the columns of the bits of their class).
     width = max((len(edges) for edges in calls), default=0)
-    returns = np.full((num_states, width), -1, dtype=np.int64)
     kinds: dict[tuple[Any, ...], int] = {}
     kind = np.zeros(num_states, dtype=np.int64)
+    returns = np.full((num_states, width), -1, dtype=np.int32)
+    accept = np.asarray(accepting, dtype=bool)
     for q, edges in enumerate(calls):
-        if not edges:
-            continue
-        ordered = sorted(edges)
-        returns[q, : len(ordered)] = [ret for _, ret in ordered]
-        if any(maybe_empty[callee] for callee, _ in ordered):
-            key: tuple[Any, ...] = ("alone", q)
-        else:
-            key = tuple(callee for callee, _ in ordered)
-        kind[q] = kinds.setdefault(key, len(kinds) + 1)
-    table = np.concatenate([np.asarray(transitions, dtype=np.int64), returns], axis=1)
-    columns = np.unique(table, axis=1)  # bytes the rule never tells apart count once
-    _, cls = np.unique(np.stack([np.asarray(accepting, dtype=np.int64), kind], axis=1), axis=0, return_inverse=True)
-    cls = cls.reshape(-1).astype(np.int64)
-    count = int(cls.max()) + 1
-    # rows are compared through two independent 64-bit hashes and the class itself: a
-    # wrong merge needs both hashes to collide (probability about S**2 / 2**128)
-    rng = np.random.default_rng(0x5A11)
-    w1, w2 = (rng.integers(1, 2**63, size=columns.shape[1], dtype=np.uint64) | np.uint64(1) for _ in range(2))
-    mix = np.uint64(0x9E3779B97F4A7C15)
-    for _ in range(depth):
-        ext = np.append(cls, -1).astype(np.uint64)  # a missing transition (-1) reads the -1 at the end
-        succ = ext[columns]
-        h1 = (succ * w1).sum(axis=1, dtype=np.uint64)
-        h2 = ((succ ^ mix) * w2).sum(axis=1, dtype=np.uint64)
-        new = _dense(_dense(_dense(h1) * count + cls) * (int(h2.size) + 1) + _dense(h2))
-        new_count = int(new.max()) + 1
-        cls = new
-        if new_count == count:
-            break  # stable: later rounds split nothing
-        count = new_count
-    first = np.full(count, num_states, dtype=np.int64)
-    np.minimum.at(first, cls, np.arange(num_states, dtype=np.int64))
-    return first.take(cls)
+        key: tuple[Any, ...] = (bool(accept[q]),)
+        if edges:
+            ordered = sorted(edges)
+            returns[q, : len(ordered)] = [ret for _, ret in ordered]
+            if any(maybe_empty[callee] for callee, _ in ordered):
+                key = ("alone", q)
+            else:
+                key = (bool(accept[q]), *(callee for callee, _ in ordered))
+        kind[q] = kinds.setdefault(key, len(kinds))
+    num_kinds = len(kinds)
+    bits = max(1, int(num_kinds - 1).bit_length())
+    total = num_states + num_kinds
+    table = np.full((total, 256 + width + 1 + bits), -1, dtype=np.int32)
+    table[:num_states, :256] = transitions
+    table[:num_states, 256 : 256 + width] = returns
+    table[:num_states, 256 + width] = num_states + kind
+    extra = np.arange(num_kinds, dtype=np.int64)
+    for bit in range(bits):
+        table[num_states + extra, 257 + width + bit] = np.where((extra >> bit) & 1, num_states + extra, -1)
+    # the refinement's first round is the pattern of missing columns, the second sees the
+    # tags: two rounds more than the bytes of a token
+    reps = mask_representatives(table, np.zeros(total, dtype=bool), depth + 2)
+    return reps[:num_states].astype(np.int64)
 
 
 def _rebuild(
@@ -827,3 +778,30 @@ def _rebuild(
     unenforced: tuple[str, ...],
 ) -> CompiledPushdownGrammar:
     return CompiledPushdownGrammar(network, info, limits, kind=kind, source=source, unenforced=unenforced)
+
+
+def _unseen(seen: dict[tuple[int, int], np.ndarray], q: int, pushed: int, nodes: np.ndarray) -> np.ndarray:
+    """The nodes of sorted ``nodes`` not yet in ``seen[(q, pushed)]``, which gains them."""
+    key = (q, pushed)
+    before = seen.get(key)
+    if before is None:
+        seen[key] = nodes
+        return nodes
+    at = np.minimum(np.searchsorted(before, nodes), before.size - 1)
+    new = nodes[before[at] != nodes]
+    if new.size:
+        seen[key] = np.union1d(before, new)
+    return new
+
+
+def _groups(node: np.ndarray, state: np.ndarray, pushed: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """(state, pushed, sorted unique nodes) groups of the pairs (node, state, pushed)."""
+    order = np.lexsort((node, pushed, state))
+    node, state, pushed = node[order], state[order], pushed[order]
+    cut = np.flatnonzero((state[1:] != state[:-1]) | (pushed[1:] != pushed[:-1])) + 1
+    bounds = [0, *cut.tolist(), node.size]
+    out = []
+    for i in range(len(bounds) - 1):
+        lo, hi = bounds[i], bounds[i + 1]
+        out.append((int(state[lo]), int(pushed[lo]), np.unique(node[lo:hi])))
+    return out

@@ -43,6 +43,7 @@ Two shortcuts keep permissive states cheap:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -228,6 +229,9 @@ class AutomatonView:
         self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops
         self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._chain_cut: np.ndarray | None = None
+        #: whether every walk uses the chains (otherwise only walks from a permissive state)
+        self.chains_everywhere = False
 
     @property
     def chains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -236,8 +240,37 @@ class AutomatonView:
         Built on first use; ``None`` for an automaton without a table.
         """
         if self._chains is None and self.trans is not None:
-            self._chains = chain_lengths(self.trans.reshape(self.num_states, 256))
+            table = self.trans.reshape(self.num_states, 256)
+            if self._chain_cut is not None:
+                table = np.where(self._chain_cut[np.maximum(table, 0)], -1, table)
+            self._chains = chain_lengths(table)
         return self._chains
+
+    def closing_around(self, loop_cut: np.ndarray, chain_cut: np.ndarray) -> AutomatonView:
+        """The same automaton, with subtree closures that never reach some states.
+
+        A walk closes a trie subtree whole when the state loops on every byte
+        below it, or when every suffix below fits the state's chain; the nodes
+        below are then never visited. A caller that must see every node where
+        certain states are reached (see :meth:`TokenMaskBuilder.walk_pairs`)
+        walks this view: the ``loop_cut`` states close no subtree by their
+        loops, and no chain steps into a ``chain_cut`` state.
+
+        Parameters
+        ----------
+        loop_cut, chain_cut
+            ``bool (S,)``.
+        """
+        view = copy.copy(self)
+        view.loops = np.where(loop_cut[:, None], np.uint64(0), self.loops)
+        view.not_loop = ~view.loops
+        view.has_loop = self.has_loop & ~loop_cut
+        view.has_loops = bool(view.has_loop.any())
+        view.utf8 = self.utf8 & ~loop_cut
+        view.has_utf8 = bool(view.utf8.any())
+        view._chains = None
+        view._chain_cut = np.asarray(chain_cut, dtype=bool)
+        return view
 
     @classmethod
     def of(cls, dfa: ByteDFA) -> AutomatonView:
@@ -486,7 +519,60 @@ class TokenMaskBuilder:
         ok = node >= 0
         node, state = node[ok], state[ok]
         owner = _EMPTY if single else np.repeat(np.arange(k, dtype=np.int64), deg)[ok]
+        budget = max_frontier if (max_frontier is not None and not single) else -1
+        own, lo, hi, _ = self._walk_frontier(a, origins, node, state, owner, single, budget, None, False)
+        return own, lo, hi
 
+    def walk_pairs(
+        self,
+        automaton: AutomatonView,
+        node: np.ndarray,
+        state: np.ndarray,
+        owner: np.ndarray | None,
+        events: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Allowed token slices below given (trie node, state) pairs, and the event pairs met.
+
+        The walk goes on below each start pair as in :meth:`walk_ranges` (the
+        tokens that end exactly at a start node are counted again, so a start
+        node must be one the caller reached). ``owner`` tags each pair (None:
+        all 0) and is carried to the pairs below it.
+
+        Parameters
+        ----------
+        events
+            ``bool (S,)``: the states whose pairs the caller wants to see. Every
+            pair reached below a start pair whose state is in ``events`` is
+            reported; the walk also goes on below it.
+
+        Returns
+        -------
+        (owner, lo, hi, (event_node, event_state, event_owner))
+            The allowed slices as in :meth:`walk_ranges`, tagged with their
+            pair's owner, then the event pairs.
+        """
+        single = owner is None
+        own, lo, hi, met = self._walk_frontier(
+            automaton, state, node, state, _EMPTY if owner is None else owner, single, -1, events, True
+        )
+        if single:
+            own = np.zeros(lo.size, dtype=np.int64)
+        assert met is not None
+        return own, lo, hi, met
+
+    def _walk_frontier(
+        self,
+        a: AutomatonView,
+        origins: np.ndarray,
+        node: np.ndarray,
+        state: np.ndarray,
+        owner: np.ndarray,
+        single: bool,
+        budget: int,
+        events: np.ndarray | None,
+        skip_first_events: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """The level-by-level walk from a frontier of (node, state, owner) triples (see :meth:`walk_ranges`)."""
         nchild, hub_row = self._nchild, self._hub_row
         cstart, cids, cbyte = self._child_start, self._child_ids, self._child_byte
         token_mid, token_hi, sub_bytes = self._token_mid, self._token_hi, self._sub_bytes
@@ -498,16 +584,27 @@ class TokenMaskBuilder:
         has_utf8, utf8 = a.has_utf8, a.utf8
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
         # counted strings and blank runs: chains (only for walks from states with costly walks)
-        chains = a.chains if bool(a.permissive.take(origins).any()) else None
+        chains = a.chains if a.chains_everywhere or bool(a.permissive.take(origins).any()) else None
         if chains is not None:
             ascii_len, char_len, blank_len = chains
             ascii_need, char_need, blank_need = self.chain_needs
         seen_nodes: list[np.ndarray] = []
         seen_ends: list[np.ndarray] = []
         seen_owner: list[np.ndarray] = []
-        budget = max_frontier if (max_frontier is not None and not single) else -1
+        ev_node: list[np.ndarray] = []
+        ev_state: list[np.ndarray] = []
+        ev_owner: list[np.ndarray] = []
+        report = events is not None and not skip_first_events
         held = 0
         while node.size:
+            if report:
+                assert events is not None
+                met = events.take(state)
+                if np.count_nonzero(met):
+                    ev_node.append(node[met])
+                    ev_state.append(state[met])
+                    ev_owner.append(np.zeros(ev_node[-1].size, dtype=np.int64) if single else owner[met])
+            report = events is not None
             if budget >= 0:
                 held += node.size
                 if held > budget:
@@ -596,8 +693,15 @@ class TokenMaskBuilder:
                 if not single:
                     owner = np.concatenate(parts_owner)
 
+        met_pairs = None
+        if events is not None:
+            met_pairs = (
+                (np.concatenate(ev_node), np.concatenate(ev_state), np.concatenate(ev_owner))
+                if ev_node
+                else (_EMPTY, _EMPTY, _EMPTY)
+            )
         if not seen_nodes:
-            return _EMPTY, _EMPTY, _EMPTY
+            return _EMPTY, _EMPTY, _EMPTY, met_pairs
         nodes = np.concatenate(seen_nodes)
         hi = np.concatenate(seen_ends)
         lo = self._token_lo.take(nodes)
@@ -607,7 +711,7 @@ class TokenMaskBuilder:
             own = np.zeros(lo.size, dtype=np.int64)
         else:
             own = np.concatenate(seen_owner)[nonempty]
-        return own, lo, hi
+        return own, lo, hi, met_pairs
 
     def _expand_by_automaton(
         self,
