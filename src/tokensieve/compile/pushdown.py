@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..automata.pushdown import RuleNetwork
-from ..bitmask import copy_friendly
+from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .char_chains import BLANK_BYTES, PLAIN_BYTES
 from .shared_masks import mask_representatives
-from .token_masks import AutomatonView
+from .token_masks import AutomatonView, FrontierTooLarge, _ranges
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -52,6 +52,14 @@ _PENDING = -2
 _SHARE_MIN_STATES = 64
 #: memoised trie walks kept per grammar before the memo is cleared (each holds a mask)
 _MAX_MEMO_WALKS = 4096
+#: a frame walk from the root also walks the frames of states up to this many steps ahead...
+_PREFETCH_DEPTH = 16
+#: ...at most this many in all...
+_PREFETCH_STATES = 64
+#: ...of which at most this many permissive ones (large frontiers)
+_PREFETCH_PERMISSIVE = 8
+#: a batch of walks holding more (trie node, state) pairs is given up for a walk of one
+_MAX_FRONTIER = 2_000_000
 
 
 class CompiledPushdownGrammar:
@@ -152,8 +160,9 @@ class CompiledPushdownGrammar:
         self._mask_bytes = 0
         # shared walks: per rule, each state's representative among the states whose walks
         # from their frame alone are the same (computed per rule on first use)
-        self._rule_of = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        self._walk_reps: dict[int, np.ndarray] = {}
+        self._rule_of: list[int] = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes).tolist()
+        self._rule_start: list[int] = offsets[:-1].tolist()
+        self._walk_reps: dict[int, list[int]] = {}
         self._maybe_empty: list[bool] | None = None  # per rule, on the first shared walk
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._empty_words = np.zeros(self._builder.num_words, dtype=np.int32)
@@ -218,7 +227,7 @@ class CompiledPushdownGrammar:
             hit = self._masks.get(state)
             if hit is not None:
                 return hit
-            mask = copy_friendly(self._compute_mask(state))
+            mask = self._compute_mask(state)  # rows placed for fast copies already
             self._masks[state] = mask
             self._mask_bytes += mask.nbytes
             while self._mask_bytes > self.limits.max_mask_cache_bytes and len(self._masks) > 1:
@@ -475,13 +484,71 @@ class CompiledPushdownGrammar:
         if hit is not None and (hit[2] is not None or not need_escapes):
             if start_nodes is None or start_nodes.size <= 32 or np.array_equal(hit[0], start_nodes):
                 return hit[1], hit[2]
-        mask, escapes = self._frame_walk(g, start_nodes, need_escapes)
         if len(self._walks) >= _MAX_MEMO_WALKS:
             # a pure memo: forget it all rather than grow without bound over a long generation
             self._walks.clear()
             self._digests.clear()
+        if start_nodes is None:
+            return self._walk_neighbourhood(g)
+        mask, escapes = self._frame_walks([g], start_nodes, need_escapes)[0]
         self._walks[key] = (start_nodes, mask, escapes)
         return mask, escapes
+
+    def _walk_neighbourhood(self, g: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """The walk of ``g``'s frame from the root, done together with its neighbours' walks.
+
+        The neighbours are the representatives (see :meth:`_walk_representative`)
+        of the states a few bytes, calls or returns ahead whose walks are not
+        known yet, up to a bound; escape nodes are found for all, so the walks
+        serve every stack. A batch whose frontier grows too large is given up
+        for the walk of ``g`` alone.
+        """
+        origins = self._neighbourhood(g)
+        results = None
+        if len(origins) > 1:
+            try:
+                results = self._frame_walks(origins, None, True, _MAX_FRONTIER)
+            except FrontierTooLarge:
+                results = None
+        if results is None:
+            origins, results = [g], self._frame_walks([g], None, True)
+        for q, (mask, escapes) in zip(origins, results, strict=True):
+            self._walks[(q, 0, b"")] = (None, mask, escapes)
+            self._levels[(q,)] = (mask, escapes)
+        return results[0]
+
+    def _neighbourhood(self, g: int) -> list[int]:
+        """``g`` and the representatives of the states near it whose walks are not known, breadth-first."""
+        view = self._view(False)
+        out = [g]
+        taken = {g}
+        loose = int(view.permissive[g])
+        seen = np.zeros(view.num_states, dtype=bool)
+        seen[g] = True
+        frontier = np.array([g], dtype=np.int64)
+        for _ in range(_PREFETCH_DEPTH):
+            nxt = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
+            called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if q >= 0]
+            if called:
+                nxt = np.concatenate([nxt, np.array(called, dtype=np.int64)])
+            nxt = np.unique(nxt[~seen[nxt]])
+            if not nxt.size:
+                break
+            seen[nxt] = True
+            frontier = nxt
+            for q in nxt.tolist():
+                rep = self._walk_representative(q)
+                if rep in taken or (rep, 0, b"") in self._walks:
+                    continue
+                if view.permissive[rep]:
+                    if loose >= _PREFETCH_PERMISSIVE:
+                        continue
+                    loose += 1
+                taken.add(rep)
+                out.append(rep)
+                if len(out) >= _PREFETCH_STATES:
+                    return out
+        return out
 
     def _view(self, need_escapes: bool) -> AutomatonView:
         """The global automaton as the trie walk reads it (see :meth:`_frame_walk`)."""
@@ -527,88 +594,112 @@ class CompiledPushdownGrammar:
         self._push_depth.append(depth)
         return new
 
-    def _frame_walk(
-        self, g: int, start_nodes: np.ndarray | None, need_escapes: bool
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """The walk of :meth:`_walk`, over global DFA states.
+    def _frame_walks(
+        self,
+        origins: list[int],
+        start_nodes: np.ndarray | None,
+        need_escapes: bool,
+        max_frontier: int | None = None,
+    ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """The walks of :meth:`_walk` for the frames of several global states, in one walk.
 
-        A path of the walk is a trie node, the global state on top and the
-        frames pushed since the walk began (an id, 0 for none; see :meth:`_push`).
-        Bytes move the top state by the global table, vectorised as for a DFA
-        (:meth:`TokenMaskBuilder.walk_pairs`), which reports the nodes where a
-        path meets a state that calls or may return. There the calls push a
-        frame, a return pops one, and a return with nothing pushed is an escape
-        node; the new paths are walked on below their nodes, until no path is new.
+        A path of the walk is a trie node, the global state on top and an owner:
+        the origin it started from and the frames pushed since (an id, 0 for
+        none; see :meth:`_push`). Bytes move the top state by the global table,
+        vectorised as for a DFA (:meth:`TokenMaskBuilder.walk_pairs`), which
+        reports the nodes where a path meets a state that calls or may return.
+        There the calls push a frame, a return pops one, and a return with
+        nothing pushed is an escape node of the origin; the new paths are walked
+        on below their nodes, until no path is new. Raises
+        :class:`FrontierTooLarge` past ``max_frontier`` pairs in one pass.
         """
         b = self._builder
         view = self._view(need_escapes)
+        k = len(origins)
         nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes.astype(np.int64)
+        walk = _Owners(k)
         seen: dict[tuple[int, int], np.ndarray] = {}
-        escapes: list[np.ndarray] = []
+        escapes: list[list[np.ndarray]] = [[] for _ in range(k)]
+        own_parts: list[np.ndarray] = []
         lo_parts: list[np.ndarray] = []
         hi_parts: list[np.ndarray] = []
-        pairs = self._close([(g, 0, nodes)], seen, escapes, need_escapes, True)
+        groups = [(q, i, nodes) for i, q in enumerate(origins)]
+        pairs = self._close(groups, seen, escapes, walk, need_escapes, True)
         while pairs is not None:
-            node, state, pushed = pairs
-            _, lo, hi, (ev_node, ev_state, ev_pushed) = b.walk_pairs(
-                view, node, state, pushed if pushed.any() else None, self._special
+            node, state, owner = pairs
+            own, lo, hi, (ev_node, ev_state, ev_owner) = b.walk_pairs(
+                view, node, state, owner if owner.any() else None, self._special, max_frontier
             )
+            own_parts.append(own)
             lo_parts.append(lo)
             hi_parts.append(hi)
             if not ev_node.size:
                 break
-            pairs = self._close(_groups(ev_node, ev_state, ev_pushed), seen, escapes, need_escapes, False)
+            pairs = self._close(_groups(ev_node, ev_state, ev_owner), seen, escapes, walk, need_escapes, False)
+        origin = walk.origin_array().take(np.concatenate(own_parts))
         lo, hi = np.concatenate(lo_parts), np.concatenate(hi_parts)
-        mask = b.pack(b.ranges_to_bool(lo, hi), False) if lo.size else self._empty_words.copy()
-        mask.setflags(write=False)
-        if not need_escapes:
-            return mask, None
-        return mask, self._union(escapes)
+        if k > 1:
+            order = np.argsort(origin, kind="stable")
+            origin, lo, hi = origin.take(order), lo.take(order), hi.take(order)
+        bounds = np.searchsorted(origin, np.arange(k + 1))
+        out: list[tuple[np.ndarray, np.ndarray | None]] = []
+        for i in range(k):
+            a, z = int(bounds[i]), int(bounds[i + 1])
+            # placed for fast copies now, while the walk is costly anyway (see bitmask.copy_friendly)
+            mask = friendly_zeros(b.num_words)
+            if z > a:
+                mask[...] = b.pack(b.ranges_to_bool(lo[a:z], hi[a:z]), False)
+            mask.setflags(write=False)
+            out.append((mask, self._union(escapes[i]) if need_escapes else None))
+        return out
 
     def _close(
         self,
         groups: list[tuple[int, int, np.ndarray]],
         seen: dict[tuple[int, int], np.ndarray],
-        escapes: list[np.ndarray],
+        escapes: list[list[np.ndarray]],
+        walk: _Owners,
         need_escapes: bool,
         emit_given: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The new paths that calls and returns make from ``groups`` of (state, pushed, sorted nodes).
+        """The new paths that calls and returns make from ``groups`` of (state, owner, sorted nodes).
 
         Paths already in ``seen`` are skipped; escape nodes are appended to
-        ``escapes``. With ``emit_given`` the given paths are returned too.
-        Returns (node, state, pushed) arrays, or None when there is no new path.
+        ``escapes`` of their origin. With ``emit_given`` the given paths are
+        returned too. Returns (node, state, owner) arrays, or None when there
+        is no new path.
         """
         accept, calls = self._gaccept, self._gcalls
         out: list[tuple[int, int, np.ndarray]] = []
         todo: list[tuple[int, int, np.ndarray]] = []
-        for q, pushed, nodes in groups:
-            new = _unseen(seen, q, pushed, nodes)
+        for q, owner, nodes in groups:
+            new = _unseen(seen, q, owner, nodes)
             if new.size:
-                todo.append((q, pushed, new))
+                todo.append((q, owner, new))
                 if emit_given:
-                    out.append((q, pushed, new))
+                    out.append((q, owner, new))
         while todo:
-            q, pushed, nodes = todo.pop()
+            q, owner, nodes = todo.pop()
+            origin, pushed = walk.origin[owner], walk.pushed[owner]
             succ: list[tuple[int, int]] = []
             if accept[q]:
                 if pushed:
-                    succ.append((self._push_top[pushed], self._push_below[pushed]))
+                    succ.append((self._push_top[pushed], walk.id(origin, self._push_below[pushed])))
                 elif need_escapes:
-                    escapes.append(nodes)
+                    escapes[origin].append(nodes)
             for start, ret in calls[q]:
-                succ.append((start, pushed if ret < 0 else self._push(pushed, ret)))
-            for q2, p2 in succ:
-                new = _unseen(seen, q2, p2, nodes)
+                succ.append((start, owner if ret < 0 else walk.id(origin, self._push(pushed, ret))))
+            for q2, o2 in succ:
+                new = _unseen(seen, q2, o2, nodes)
                 if new.size:
-                    out.append((q2, p2, new))
-                    todo.append((q2, p2, new))
+                    out.append((q2, o2, new))
+                    todo.append((q2, o2, new))
         if not out:
             return None
         node = np.concatenate([n for _, _, n in out])
         state = np.concatenate([np.full(n.size, q, dtype=np.int64) for q, _, n in out])
-        pushed_ids = np.concatenate([np.full(n.size, p, dtype=np.int64) for _, p, n in out])
-        return node, state, pushed_ids
+        owners = np.concatenate([np.full(n.size, o, dtype=np.int64) for _, o, n in out])
+        return node, state, owners
 
     def _union(self, parts: list[np.ndarray]) -> np.ndarray:
         """Sorted unique trie nodes of ``parts``."""
@@ -656,7 +747,7 @@ class CompiledPushdownGrammar:
 
     def _walk_representative(self, g: int) -> int:
         """A state whose walk from its frame alone equals that of global state ``g``."""
-        r = int(self._rule_of[g])
+        r = self._rule_of[g]
         reps = self._walk_reps.get(r)
         if reps is None:
             net = self.network
@@ -665,28 +756,38 @@ class CompiledPushdownGrammar:
                     bool(net.accepting[c][net.starts[c]]) or bool(net.calls[c][net.starts[c]])
                     for c in range(len(net.names))
                 ]
-            reps = walk_classes(
+            classes = walk_classes(
                 net.transitions[r],
                 net.accepting[r],
                 net.calls[r],
                 self._maybe_empty,
                 int(self._builder.trie.max_depth),
             )
-            reps = reps + self._offsets[r]
+            reps = (classes + self._offsets[r]).tolist()
             self._walk_reps[r] = reps
-        return int(reps[g - int(self._offsets[r])])
+        return reps[g - self._rule_start[r]]
 
     def _compute_mask(self, state: int) -> np.ndarray:
-        acc = self._empty_words.copy()
-        complete = () in self._sets[state]
-        for config in self._seeds[state]:
+        seeds = self._seeds[state]
+        complete = bool(self._escape[state])
+        if len(seeds) == 1 and not complete:
+            (only,) = seeds
+            if len(only) == 1:  # one frame: its walk's mask as it is (the usual case)
+                return self._level(only, False)[0]
+        parts: list[np.ndarray] = []
+        for config in seeds:
             if not config:
                 continue
             for depth in range(1, len(config) + 1):
                 mask, nodes = self._level(config[-depth:], depth < len(config))
-                np.bitwise_or(acc, mask, out=acc)
+                parts.append(mask)
                 if nodes is None or nodes.size == 0:
                     break
+        if len(parts) == 1 and not complete:
+            return parts[0]  # read-only already
+        acc = friendly_zeros(self._builder.num_words)
+        for mask in parts:
+            np.bitwise_or(acc, mask, out=acc)
         if complete:
             np.bitwise_or(acc, self._stop_words, out=acc)
         acc.setflags(write=False)
@@ -805,3 +906,24 @@ def _groups(node: np.ndarray, state: np.ndarray, pushed: np.ndarray) -> list[tup
         lo, hi = bounds[i], bounds[i + 1]
         out.append((int(state[lo]), int(pushed[lo]), np.unique(node[lo:hi])))
     return out
+
+
+class _Owners:
+    """The owners of one batch of frame walks: id -> (origin index, frames pushed); id i < k is (i, 0)."""
+
+    def __init__(self, k: int) -> None:
+        self.origin: list[int] = list(range(k))
+        self.pushed: list[int] = [0] * k
+        self._ids: dict[tuple[int, int], int] = {(i, 0): i for i in range(k)}
+
+    def id(self, origin: int, pushed: int) -> int:
+        key = (origin, pushed)
+        hit = self._ids.get(key)
+        if hit is None:
+            hit = self._ids[key] = len(self.origin)
+            self.origin.append(origin)
+            self.pushed.append(pushed)
+        return hit
+
+    def origin_array(self) -> np.ndarray:
+        return np.array(self.origin, dtype=np.int64)

@@ -530,6 +530,7 @@ class TokenMaskBuilder:
         state: np.ndarray,
         owner: np.ndarray | None,
         events: np.ndarray,
+        max_frontier: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Allowed token slices below given (trie node, state) pairs, and the event pairs met.
 
@@ -544,6 +545,9 @@ class TokenMaskBuilder:
             ``bool (S,)``: the states whose pairs the caller wants to see. Every
             pair reached below a start pair whose state is in ``events`` is
             reported; the walk also goes on below it.
+        max_frontier
+            Past this many (node, state) pairs in all, :class:`FrontierTooLarge`
+            is raised (None: no bound).
 
         Returns
         -------
@@ -553,7 +557,15 @@ class TokenMaskBuilder:
         """
         single = owner is None
         own, lo, hi, met = self._walk_frontier(
-            automaton, state, node, state, _EMPTY if owner is None else owner, single, -1, events, True
+            automaton,
+            state,
+            node,
+            state,
+            _EMPTY if owner is None else owner,
+            single,
+            -1 if max_frontier is None else max_frontier,
+            events,
+            True,
         )
         if single:
             own = np.zeros(lo.size, dtype=np.int64)
