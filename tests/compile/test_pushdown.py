@@ -249,3 +249,39 @@ def test_batch_matcher_fills_rows_like_single_matchers(tiny_info) -> None:
         m.fill_next_token_bitmask(one)
         assert np.array_equal(batch[row], one[0])
     assert (batch[1] == -1).all() and (batch[3] == -1).all()  # rows not named are left as allocated
+
+
+def _chain_vocab_info():
+    """Single bytes, blank runs of every length up to 40, plain runs, and tokens that cross a call or a return."""
+    from support.tiny_vocab import SPECIAL, make_tiny_vocab
+
+    from tokensieve import TokenizerInfo
+
+    vocab = make_tiny_vocab(seed=3, extra=120)
+    for n in range(2, 41):
+        vocab += [b" " * n, b" " * (n - 1) + b"\n", b" " * n + b"[", b" " * n + b"[a"]
+    for n in range(2, 30, 3):
+        vocab += [b"a" * n, b"ab" * n, b"a" * n + b'"', b"a" * n + b'"]', b'"' + b"b" * n]
+    vocab += [b"[[", b"]]", b"],", b'",', b'"]', b'"],', b", [", b",[", b"[ ", b'["', b'["a', b"]] ", b", ", b" ]"]
+    return TokenizerInfo(vocab, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+
+
+def test_calls_inside_blank_runs_and_counted_strings_equal_earley_oracle() -> None:
+    # value ::= "[" ws (value (ws "," ws value)*)? ws "]" | '"' [ab]{0,24} '"' with ws = " "{0,32}:
+    # every blank of a run may be followed by a call, strings are counted chains, and
+    # many tokens cross a call ("[a", ' [') or a return ('a"]'), so the frame walks meet
+    # calls and returns inside chains and runs, with and without escape nodes
+    info = _chain_vocab_info()
+    ws = repeat(literal(" "), 0, 32)
+    string = concat(literal('"'), repeat(alt(literal("a"), literal("b")), 0, 24), literal('"'))
+    items = optional(concat(RuleRef("value"), star(concat(ws, literal(","), ws, RuleRef("value")))))
+    grammar = Grammar(
+        {
+            "root": RuleRef("value"),
+            "value": alt(concat(literal("["), ws, items, ws, literal("]")), string),
+        }
+    )
+    compiled = GrammarCompiler(info, cache_enabled=False).compile_grammar(grammar)
+    assert isinstance(compiled, CompiledPushdownGrammar)
+    checked = check_random_walks(compiled, grammar, info, seed=11, walks=12, steps=14, eos=EOS)
+    assert checked >= 40

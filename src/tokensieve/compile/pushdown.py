@@ -32,7 +32,6 @@ from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
-from .char_chains import BLANK_BYTES, PLAIN_BYTES
 from .shared_masks import mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, _ranges
 from .vocab_cache import mask_builder_for
@@ -55,7 +54,7 @@ _MAX_MEMO_WALKS = 4096
 #: a frame walk from the root also walks the frames of states up to this many steps ahead...
 _PREFETCH_DEPTH = 16
 #: ...at most this many in all...
-_PREFETCH_STATES = 64
+_PREFETCH_STATES = 16
 #: ...of which at most this many permissive ones (large frontiers)
 _PREFETCH_PERMISSIVE = 8
 #: a batch of walks holding more (trie node, state) pairs is given up for a walk of one
@@ -131,7 +130,7 @@ class CompiledPushdownGrammar:
                 self._gcalls.append(tuple(calls))
         # states where a walk path calls or may return (see _frame_walk)
         self._special = np.array(self._gaccept, dtype=bool) | np.array([bool(c) for c in self._gcalls], dtype=bool)
-        self._views: dict[bool, AutomatonView] = {}
+        self._view_cache: AutomatonView | None = None
         # frames pushed inside one token: id -> (frames below, return state); 0 is none
         self._push_ids: dict[tuple[int, int], int] = {}
         self._push_below: list[int] = [0]
@@ -519,7 +518,7 @@ class CompiledPushdownGrammar:
 
     def _neighbourhood(self, g: int) -> list[int]:
         """``g`` and the representatives of the states near it whose walks are not known, breadth-first."""
-        view = self._view(False)
+        view = self._view()
         out = [g]
         taken = {g}
         loose = int(view.permissive[g])
@@ -550,32 +549,20 @@ class CompiledPushdownGrammar:
                     return out
         return out
 
-    def _view(self, need_escapes: bool) -> AutomatonView:
-        """The global automaton as the trie walk reads it (see :meth:`_frame_walk`)."""
-        view = self._views.get(need_escapes)
+    def _view(self) -> AutomatonView:
+        """The global automaton as the trie walk reads it (see :meth:`_frame_walks`).
+
+        The walk closes a subtree whole (by loops or chains) without visiting the
+        nodes below, so it may miss calls, returns and escape nodes in there; that
+        loses nothing: every token below is allowed already, and whatever an
+        escape node inside adds on the next level lies below it as well.
+        """
+        view = self._view_cache
         if view is None:
-            full = self._views.get(False)
-            if full is None:
-                full = self._views[False] = AutomatonView(self._gtrans, self._special)
-                # walks here are one frame at a time, not batches that amortise the levels,
-                # so a blank run before a value is worth closing at once in every walk
-                full.chains_everywhere = True
-            if not need_escapes:
-                return full
-            # a walk that must find every escape node closes no subtree through a state
-            # that may return, nor by the loops of a state that calls; a chain may pass a
-            # state that calls, when the callee can neither match the empty string nor
-            # start with a byte a chain reads (the call then dies at the next byte below)
-            accept = np.asarray(self._gaccept, dtype=bool)
-            chain_bytes = np.concatenate([PLAIN_BYTES, BLANK_BYTES, np.arange(0x80, 0x100)])
-            reads: np.ndarray = np.any(self._gtrans[:, chain_bytes] >= 0, axis=1)
-            blocking = np.zeros(accept.size, dtype=bool)
-            for q, calls in enumerate(self._gcalls):
-                for start, _ in calls:
-                    if self._gaccept[start] or self._gcalls[start] or reads[start]:
-                        blocking[q] = True
-                        break
-            view = self._views[True] = full.closing_around(self._special, accept | blocking)
+            view = self._view_cache = AutomatonView(self._gtrans, self._special)
+            # walks here are one frame at a time or small batches that amortise few
+            # levels, so a blank run before a value is worth closing in every walk
+            view.chains_everywhere = True
         return view
 
     def _push(self, below: int, ret: int) -> int:
@@ -614,7 +601,7 @@ class CompiledPushdownGrammar:
         :class:`FrontierTooLarge` past ``max_frontier`` pairs in one pass.
         """
         b = self._builder
-        view = self._view(need_escapes)
+        view = self._view()
         k = len(origins)
         nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes.astype(np.int64)
         walk = _Owners(k)

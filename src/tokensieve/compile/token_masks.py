@@ -43,7 +43,6 @@ Two shortcuts keep permissive states cheap:
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -229,7 +228,6 @@ class AutomatonView:
         self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops
         self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._chain_cut: np.ndarray | None = None
         #: whether every walk uses the chains (otherwise only walks from a permissive state)
         self.chains_everywhere = False
 
@@ -240,37 +238,8 @@ class AutomatonView:
         Built on first use; ``None`` for an automaton without a table.
         """
         if self._chains is None and self.trans is not None:
-            table = self.trans.reshape(self.num_states, 256)
-            if self._chain_cut is not None:
-                table = np.where(self._chain_cut[np.maximum(table, 0)], -1, table)
-            self._chains = chain_lengths(table)
+            self._chains = chain_lengths(self.trans.reshape(self.num_states, 256))
         return self._chains
-
-    def closing_around(self, loop_cut: np.ndarray, chain_cut: np.ndarray) -> AutomatonView:
-        """The same automaton, with subtree closures that never reach some states.
-
-        A walk closes a trie subtree whole when the state loops on every byte
-        below it, or when every suffix below fits the state's chain; the nodes
-        below are then never visited. A caller that must see every node where
-        certain states are reached (see :meth:`TokenMaskBuilder.walk_pairs`)
-        walks this view: the ``loop_cut`` states close no subtree by their
-        loops, and no chain steps into a ``chain_cut`` state.
-
-        Parameters
-        ----------
-        loop_cut, chain_cut
-            ``bool (S,)``.
-        """
-        view = copy.copy(self)
-        view.loops = np.where(loop_cut[:, None], np.uint64(0), self.loops)
-        view.not_loop = ~view.loops
-        view.has_loop = self.has_loop & ~loop_cut
-        view.has_loops = bool(view.has_loop.any())
-        view.utf8 = self.utf8 & ~loop_cut
-        view.has_utf8 = bool(view.utf8.any())
-        view._chains = None
-        view._chain_cut = np.asarray(chain_cut, dtype=bool)
-        return view
 
     @classmethod
     def of(cls, dfa: ByteDFA) -> AutomatonView:
