@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from support.cfg_grammars import GRAMMARS, allowed_tokens, check_random_walks
-from support.tiny_vocab import EOS
+from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
-from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits
+from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits, TokenizerInfo
 from tokensieve.compile import pushdown as pushdown_module
 from tokensieve.compile.pushdown import CompiledPushdownGrammar, walk_classes
 from tokensieve.grammar.cfg import Grammar
@@ -253,10 +253,6 @@ def test_batch_matcher_fills_rows_like_single_matchers(tiny_info) -> None:
 
 def _chain_vocab_info():
     """Single bytes, blank runs of every length up to 40, plain runs, and tokens that cross a call or a return."""
-    from support.tiny_vocab import SPECIAL, make_tiny_vocab
-
-    from tokensieve import TokenizerInfo
-
     vocab = make_tiny_vocab(seed=3, extra=120)
     for n in range(2, 41):
         vocab += [b" " * n, b" " * (n - 1) + b"\n", b" " * n + b"[", b" " * n + b"[a"]

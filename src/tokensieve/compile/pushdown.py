@@ -128,7 +128,7 @@ class CompiledPushdownGrammar:
                     g_ret = int(offsets[r] + ret)
                     calls.append((int(offsets[s] + network.starts[s]), -1 if final[g_ret] else g_ret))
                 self._gcalls.append(tuple(calls))
-        # states where a walk path calls or may return (see _frame_walk)
+        # states where a walk path calls or may return (see _frame_walks)
         self._special = np.array(self._gaccept, dtype=bool) | np.array([bool(c) for c in self._gcalls], dtype=bool)
         self._view_cache: AutomatonView | None = None
         # frames pushed inside one token: id -> (frames below, return state); 0 is none
@@ -164,8 +164,7 @@ class CompiledPushdownGrammar:
         self._walk_reps: dict[int, list[int]] = {}
         self._maybe_empty: list[bool] | None = None  # per rule, on the first shared walk
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
-        self._empty_words = np.zeros(self._builder.num_words, dtype=np.int32)
-        self._stop_words = self._empty_words.copy()
+        self._stop_words = np.zeros(self._builder.num_words, dtype=np.int32)
         for stop in self._builder.stop_token_ids.tolist():
             self._stop_words.view(np.uint32)[stop >> 5] |= np.uint32(1 << (stop & 31))
 
@@ -755,14 +754,9 @@ class CompiledPushdownGrammar:
         return reps[g - self._rule_start[r]]
 
     def _compute_mask(self, state: int) -> np.ndarray:
-        seeds = self._seeds[state]
         complete = bool(self._escape[state])
-        if len(seeds) == 1 and not complete:
-            (only,) = seeds
-            if len(only) == 1:  # one frame: its walk's mask as it is (the usual case)
-                return self._level(only, False)[0]
         parts: list[np.ndarray] = []
-        for config in seeds:
+        for config in self._seeds[state]:
             if not config:
                 continue
             for depth in range(1, len(config) + 1):
@@ -771,7 +765,7 @@ class CompiledPushdownGrammar:
                 if nodes is None or nodes.size == 0:
                     break
         if len(parts) == 1 and not complete:
-            return parts[0]  # read-only already
+            return parts[0]  # one frame (the usual case): its walk's row as it is, read-only
         acc = friendly_zeros(self._builder.num_words)
         for mask in parts:
             np.bitwise_or(acc, mask, out=acc)
@@ -884,15 +878,20 @@ def _unseen(seen: dict[tuple[int, int], np.ndarray], q: int, pushed: int, nodes:
 
 def _groups(node: np.ndarray, state: np.ndarray, pushed: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
     """(state, pushed, sorted unique nodes) groups of the pairs (node, state, pushed)."""
-    order = np.lexsort((node, pushed, state))
+    order = np.lexsort((node, pushed, state))  # by state, then pushed, then node
     node, state, pushed = node[order], state[order], pushed[order]
-    cut = np.flatnonzero((state[1:] != state[:-1]) | (pushed[1:] != pushed[:-1])) + 1
-    bounds = [0, *cut.tolist(), node.size]
-    out = []
-    for i in range(len(bounds) - 1):
-        lo, hi = bounds[i], bounds[i + 1]
-        out.append((int(state[lo]), int(pushed[lo]), np.unique(node[lo:hi])))
-    return out
+    new_group = np.ones(node.size, dtype=bool)
+    new_group[1:] = (state[1:] != state[:-1]) | (pushed[1:] != pushed[:-1])
+    keep = new_group.copy()
+    keep[1:] |= node[1:] != node[:-1]  # a node repeated in its group once
+    node, new_group = node[keep], new_group[keep]
+    starts = np.flatnonzero(new_group)
+    bounds = [*starts.tolist(), node.size]
+    firsts = np.flatnonzero(keep)[starts]
+    return [
+        (int(state[f]), int(pushed[f]), node[bounds[i] : bounds[i + 1]])
+        for i, f in enumerate(firsts.tolist())
+    ]
 
 
 class _Owners:

@@ -536,8 +536,6 @@ class TokenMaskBuilder:
             events,
             True,
         )
-        if single:
-            own = np.zeros(lo.size, dtype=np.int64)
         assert met is not None
         return own, lo, hi, met
 
