@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..errors import GrammarError, LimitExceeded
 from ..limits import Limits
 from .dfa import ByteDFA
@@ -386,7 +387,7 @@ def _classify(parent: np.ndarray, byte: np.ndarray, final: np.ndarray, height: n
         if not len(nodes):
             continue
         degs = degree[nodes]
-        for d in np.unique(degs).tolist():
+        for d in sorted_unique(degs).tolist():
             group = nodes[degs == d]
             if d == 0:
                 cols = final[group, None].astype(np.int64)

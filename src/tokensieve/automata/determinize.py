@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .nfa import ByteNFA, Ranges
@@ -50,14 +51,6 @@ def _spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ends = np.cumsum(counts)
     idx = np.arange(total, dtype=np.int64) + np.repeat(lo - ends + counts, counts)
     return idx, counts
-
-
-def _unique(a: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of ``a`` (a sort; ``np.unique`` may hash, which is slower here)."""
-    a = np.sort(a)
-    if len(a) > 1:
-        a = a[np.r_[True, a[1:] != a[:-1]]]
-    return a
 
 
 def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -295,7 +288,7 @@ def _closures(
             out_pos.append(np.full(int(hit.sum()), accept_pos, dtype=np.int64))
         eps = ~byte
         idx, cnt = _spans(eps_ptr, node[eps])
-        keys = _unique(np.repeat(src[eps] * n, cnt) + eps_to[idx])
+        keys = sorted_unique(np.repeat(src[eps] * n, cnt) + eps_to[idx])
         if len(keys) and len(seen):
             at = np.minimum(np.searchsorted(seen, keys), len(seen) - 1)
             keys = keys[seen[at] != keys]
@@ -304,7 +297,7 @@ def _closures(
         seen = np.sort(np.concatenate([seen, keys]), kind="stable")
         src = keys // n
         node = keys - src * n
-    deep = _unique(src)
+    deep = sorted_unique(src)
     if len(deep):  # long epsilon paths: redo those searches one by one
         keep_src = np.concatenate(out_src)
         keep_pos = np.concatenate(out_pos)
@@ -553,7 +546,7 @@ def _subsets_arrays(
         sc = np.repeat(owner * num_classes, ccnt) + c_cls[ci]
         fi, fcnt = _spans(f_ptr, np.repeat(sp, ccnt))
         work.add(len(fi) + len(sp))
-        key = _unique(np.repeat(sc * width, fcnt) + f_pos[fi])
+        key = sorted_unique(np.repeat(sc * width, fcnt) + f_pos[fi])
         if not len(key):  # no transitions at all
             lengths.append(np.zeros(hi - lo, dtype=np.int64))
             lo, hi = hi, count

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .determinize import Row, _mix, _segment_sums, _spans, _unique
+from .._arrays import sorted_unique
+from .determinize import Row, _mix, _segment_sums, _spans
 
 __all__ = ["trim", "minimize"]
 
@@ -301,7 +302,7 @@ def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.n
         t = nxt[idx]
         t = t[~seen[t]]
         if len(t) > 64:
-            t = _unique(t)
+            t = sorted_unique(t)
         else:
             t = np.array(sorted(set(t.tolist())), dtype=np.int64)
         seen[t] = True

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..errors import GrammarError, LimitExceeded
 from ..grammar.ir import (
     NOTHING,
@@ -42,7 +43,7 @@ from ..grammar.ir import (
 )
 from ..limits import Limits
 from .build import ir_to_dfa
-from .determinize import Row, _unique
+from .determinize import Row
 from .dfa import ByteDFA
 from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim_edges
 from .nfa import automaton_runs
@@ -275,7 +276,7 @@ def _product(a: ByteDFA, b: ByteDFA, subtract: bool, limits: Limits) -> ByteDFA 
             out = np.full(ra.shape, -1, dtype=np.int64)
             if dense is not None:
                 found = dense[k]
-                fresh = _unique(k[found < 0])
+                fresh = sorted_unique(k[found < 0])
                 if count + len(fresh) > max_states:
                     raise _limit(limits, count + len(fresh))
                 dense[fresh] = np.arange(count, count + len(fresh))
@@ -375,7 +376,7 @@ def _moore(table: np.ndarray, accepting: np.ndarray) -> np.ndarray | None:
     rng = np.random.default_rng(0x5EED)
     mult = rng.integers(1, 1 << 62, size=table.shape[1] + 1, dtype=np.int64).astype(np.uint64) * 2 + 1
     block = accepting.astype(np.int64)
-    count = len(np.unique(block))
+    count = len(sorted_unique(block))
     for _ in range(_SHALLOW_ROUNDS):
         tgt = np.where(valid, block[safe], -1)
         with np.errstate(over="ignore"):
@@ -670,7 +671,7 @@ def _automaton_is_empty(node: Automaton) -> bool:
         lo, hi = bounds[frontier], bounds[frontier + 1]
         lengths = hi - lo
         idx = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-        nxt = np.unique(s_dst[idx])
+        nxt = sorted_unique(s_dst[idx])
         nxt = nxt[~seen[nxt]]
         seen[nxt] = True
         frontier = nxt

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..vocab.trie import TokenTrie
 from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_subtree_ok
 
@@ -136,15 +137,15 @@ def _range_targets(table: np.ndarray, lo: int, hi: int, states: np.ndarray) -> n
 
 def _after_high_bytes(table: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """The states reached from ``cand`` by a lead byte and then up to two more high bytes."""
-    frontier = np.unique(table[cand, 0xC2:0xF5])
+    frontier = sorted_unique(table[cand, 0xC2:0xF5])
     frontier = frontier[frontier >= 0]
     seen = frontier
     for _ in range(2):
         if not frontier.size:
             break
-        nxt = np.unique(table[frontier, 0x80:0xC0])
+        nxt = sorted_unique(table[frontier, 0x80:0xC0])
         frontier = np.setdiff1d(nxt[nxt >= 0], seen, assume_unique=True)
-        seen = np.union1d(seen, frontier)
+        seen = sorted_unique(np.concatenate((seen, frontier)))
     return seen.astype(np.int64)
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..bitmask import copy_friendly
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, LongTokens, mask_representatives
@@ -209,7 +210,7 @@ class CompiledGrammar:
             reps = mask_representatives(self._transitions, self._accepting, SHARE_DEPTH)
             start = self.start_state
             reps[reps == reps[start]] = start  # the start state's mask is computed first
-            self._reps = reps if np.unique(reps).size < reps.size else None
+            self._reps = reps if sorted_unique(reps).size < reps.size else None
             self._reps_done = True
         return self._reps
 
@@ -232,10 +233,10 @@ class CompiledGrammar:
         if states is None:
             todo = np.arange(self.num_states, dtype=np.int64)
         else:
-            todo = np.unique(np.fromiter((int(s) for s in states), dtype=np.int64))
+            todo = sorted_unique(np.fromiter((int(s) for s in states), dtype=np.int64))
         reps = self._representatives()
         if reps is not None:
-            todo = np.unique(reps.take(todo))  # the other states derive their masks on first use
+            todo = sorted_unique(reps.take(todo))  # the other states derive their masks on first use
         todo = todo[~self._known[todo]]
         if not todo.size:
             return
@@ -302,7 +303,7 @@ class CompiledGrammar:
             nxt = nxt[~seen[nxt]]
             if not nxt.size:
                 break
-            nxt = np.unique(nxt)
+            nxt = sorted_unique(nxt)
             seen[nxt] = True
             frontier = nxt
             fresh = nxt[~self._known[nxt]]

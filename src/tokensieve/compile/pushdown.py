@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
@@ -427,7 +428,7 @@ class CompiledPushdownGrammar:
             return
         groups, targets = entry
         wanted = groups if byte_values is None else groups[byte_values]
-        for u in np.unique(wanted[wanted >= 0]).tolist():
+        for u in sorted_unique(wanted[wanted >= 0]).tolist():
             target = self._intern_closed(targets[u])  # may grow the table
             where = groups == u
             self._table[sid][where] = target
@@ -441,8 +442,8 @@ class CompiledPushdownGrammar:
         pend = nxt == _PENDING
         if pend.any():
             ps, bs = states[pend], byte_values[pend]
-            for s in np.unique(ps).tolist():
-                self._resolve(s, np.unique(bs[ps == s]))
+            for s in sorted_unique(ps).tolist():
+                self._resolve(s, sorted_unique(bs[ps == s]))
             nxt[pend] = self._table[ps, bs]
         return nxt
 
@@ -451,7 +452,7 @@ class CompiledPushdownGrammar:
             return
         missing = states[~self._known[states]]
         if missing.size:
-            for s in np.unique(missing).tolist():
+            for s in sorted_unique(missing).tolist():
                 if not self._known[s]:
                     self._fill_row(s)
 
@@ -529,7 +530,7 @@ class CompiledPushdownGrammar:
             called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if q >= 0]
             if called:
                 nxt = np.concatenate([nxt, np.array(called, dtype=np.int64)])
-            nxt = np.unique(nxt[~seen[nxt]])
+            nxt = sorted_unique(nxt[~seen[nxt]])
             if not nxt.size:
                 break
             seen[nxt] = True
@@ -604,13 +605,16 @@ class CompiledPushdownGrammar:
         k = len(origins)
         nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes.astype(np.int64)
         walk = _Owners(k)
-        seen: dict[tuple[int, int], np.ndarray] = {}
-        escapes: list[list[np.ndarray]] = [[] for _ in range(k)]
+        closure = _Closure(self, walk)
         own_parts: list[np.ndarray] = []
         lo_parts: list[np.ndarray] = []
         hi_parts: list[np.ndarray] = []
-        groups = [(q, i, nodes) for i, q in enumerate(origins)]
-        pairs = self._close(groups, seen, escapes, walk, need_escapes, True)
+        escapes: list[np.ndarray] = []
+        escape_origins: list[np.ndarray] = []
+        node = np.tile(nodes, k)
+        state = np.repeat(np.array(origins, dtype=np.int64), nodes.size)
+        owner = np.repeat(np.arange(k, dtype=np.int64), nodes.size)
+        pairs = closure.close(node, state, owner, True, escapes, escape_origins)
         while pairs is not None:
             node, state, owner = pairs
             own, lo, hi, (ev_node, ev_state, ev_owner) = b.walk_pairs(
@@ -621,7 +625,8 @@ class CompiledPushdownGrammar:
             hi_parts.append(hi)
             if not ev_node.size:
                 break
-            pairs = self._close(_groups(ev_node, ev_state, ev_owner), seen, escapes, walk, need_escapes, False)
+            pairs = closure.close(ev_node, ev_state, ev_owner, False, escapes, escape_origins)
+        per_origin = self._escapes_per_origin(k, escapes, escape_origins) if need_escapes else [None] * k
         origin = walk.origin_array().take(np.concatenate(own_parts))
         lo, hi = np.concatenate(lo_parts), np.concatenate(hi_parts)
         if k > 1:
@@ -636,56 +641,23 @@ class CompiledPushdownGrammar:
             if z > a:
                 mask[...] = b.pack(b.ranges_to_bool(lo[a:z], hi[a:z]), False)
             mask.setflags(write=False)
-            out.append((mask, self._union(escapes[i]) if need_escapes else None))
+            out.append((mask, per_origin[i]))
         return out
 
-    def _close(
-        self,
-        groups: list[tuple[int, int, np.ndarray]],
-        seen: dict[tuple[int, int], np.ndarray],
-        escapes: list[list[np.ndarray]],
-        walk: _Owners,
-        need_escapes: bool,
-        emit_given: bool,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The new paths that calls and returns make from ``groups`` of (state, owner, sorted nodes).
-
-        Paths already in ``seen`` are skipped; escape nodes are appended to
-        ``escapes`` of their origin. With ``emit_given`` the given paths are
-        returned too. Returns (node, state, owner) arrays, or None when there
-        is no new path.
-        """
-        accept, calls = self._gaccept, self._gcalls
-        out: list[tuple[int, int, np.ndarray]] = []
-        todo: list[tuple[int, int, np.ndarray]] = []
-        for q, owner, nodes in groups:
-            new = _unseen(seen, q, owner, nodes)
-            if new.size:
-                todo.append((q, owner, new))
-                if emit_given:
-                    out.append((q, owner, new))
-        while todo:
-            q, owner, nodes = todo.pop()
-            origin, pushed = walk.origin[owner], walk.pushed[owner]
-            succ: list[tuple[int, int]] = []
-            if accept[q]:
-                if pushed:
-                    succ.append((self._push_top[pushed], walk.id(origin, self._push_below[pushed])))
-                elif need_escapes:
-                    escapes[origin].append(nodes)
-            for start, ret in calls[q]:
-                succ.append((start, owner if ret < 0 else walk.id(origin, self._push(pushed, ret))))
-            for q2, o2 in succ:
-                new = _unseen(seen, q2, o2, nodes)
-                if new.size:
-                    out.append((q2, o2, new))
-                    todo.append((q2, o2, new))
-        if not out:
-            return None
-        node = np.concatenate([n for _, _, n in out])
-        state = np.concatenate([np.full(n.size, q, dtype=np.int64) for q, _, n in out])
-        owners = np.concatenate([np.full(n.size, o, dtype=np.int64) for _, o, n in out])
-        return node, state, owners
+    def _escapes_per_origin(
+        self, k: int, escapes: list[np.ndarray], escape_origins: list[np.ndarray]
+    ) -> list[np.ndarray | None]:
+        """The escape nodes of each of ``k`` origins (sorted, unique), from the closure's finds."""
+        if not escapes:
+            return [np.zeros(0, dtype=np.int32) for _ in range(k)]
+        node = np.concatenate(escapes)
+        origin = np.concatenate(escape_origins)
+        if k == 1:
+            return [self._union([node])]
+        order = np.argsort(origin, kind="stable")
+        node, origin = node.take(order), origin.take(order)
+        bounds = np.searchsorted(origin, np.arange(k + 1)).tolist()
+        return [self._union([node[bounds[i] : bounds[i + 1]]]) for i in range(k)]
 
     def _union(self, parts: list[np.ndarray]) -> np.ndarray:
         """Sorted unique trie nodes of ``parts``."""
@@ -698,7 +670,7 @@ class CompiledPushdownGrammar:
             # a large sorted set passed through (the start nodes) plus a few new nodes
             if len(parts) == 1:
                 return first
-            new = np.unique(np.concatenate(parts[1:])).astype(np.int32)
+            new = sorted_unique(np.concatenate(parts[1:])).astype(np.int32)
             at = np.minimum(np.searchsorted(first, new), first.size - 1)
             missing = new[first[at] != new]
             if missing.size == 0:
@@ -706,7 +678,7 @@ class CompiledPushdownGrammar:
             return np.insert(first, np.searchsorted(first, missing), missing)
         total = sum(p.size for p in parts)
         if total < 4096:
-            return np.unique(np.concatenate(parts)).astype(np.int32)
+            return sorted_unique(np.concatenate(parts)).astype(np.int32)
         seen = np.zeros(self._builder.trie.num_nodes, dtype=bool)
         for p in parts:
             seen[p] = True
@@ -862,36 +834,153 @@ def _rebuild(
     return CompiledPushdownGrammar(network, info, limits, kind=kind, source=source, unenforced=unenforced)
 
 
-def _unseen(seen: dict[tuple[int, int], np.ndarray], q: int, pushed: int, nodes: np.ndarray) -> np.ndarray:
-    """The nodes of sorted ``nodes`` not yet in ``seen[(q, pushed)]``, which gains them."""
-    key = (q, pushed)
-    before = seen.get(key)
-    if before is None:
-        seen[key] = nodes
-        return nodes
-    at = np.minimum(np.searchsorted(before, nodes), before.size - 1)
-    new = nodes[before[at] != nodes]
-    if new.size:
-        seen[key] = np.union1d(before, new)
-    return new
+class _KeySet:
+    """A growing set of int64 keys: sorted runs, merged as in a log-structured merge tree.
+
+    Adding ``m`` keys to a set of ``n`` costs about ``m log n`` plus amortised
+    ``log n`` copies per key, so a set that grows over many rounds is not copied
+    whole on every round.
+    """
+
+    def __init__(self) -> None:
+        self._runs: list[np.ndarray] = []  # sorted, disjoint; sizes shrink along the list
+
+    def add(self, keys: np.ndarray) -> np.ndarray:
+        """The keys not in the set yet (sorted, unique), which it gains."""
+        keys = sorted_unique(keys)
+        for run in self._runs:
+            if not keys.size:
+                return keys
+            at = np.minimum(np.searchsorted(run, keys), run.size - 1)
+            keys = keys[run.take(at) != keys]
+        if keys.size:
+            runs = self._runs
+            runs.append(keys)
+            while len(runs) > 1 and runs[-2].size <= 2 * runs[-1].size:
+                top = runs.pop()
+                # two sorted runs: the stable sort (timsort) merges them in linear time
+                runs[-1] = np.sort(np.concatenate((runs[-1], top)), kind="stable")
+        return keys
 
 
-def _groups(node: np.ndarray, state: np.ndarray, pushed: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    """(state, pushed, sorted unique nodes) groups of the pairs (node, state, pushed)."""
-    order = np.lexsort((node, pushed, state))  # by state, then pushed, then node
-    node, state, pushed = node[order], state[order], pushed[order]
-    new_group = np.ones(node.size, dtype=bool)
-    new_group[1:] = (state[1:] != state[:-1]) | (pushed[1:] != pushed[:-1])
-    keep = new_group.copy()
-    keep[1:] |= node[1:] != node[:-1]  # a node repeated in its group once
-    node, new_group = node[keep], new_group[keep]
-    starts = np.flatnonzero(new_group)
-    bounds = [*starts.tolist(), node.size]
-    firsts = np.flatnonzero(keep)[starts]
-    return [
-        (int(state[f]), int(pushed[f]), node[bounds[i] : bounds[i + 1]])
-        for i, f in enumerate(firsts.tolist())
-    ]
+class _Closure:
+    """The calls and returns made without a byte from the paths of one batch of frame walks.
+
+    A pair is a global state and an owner (see :class:`_Owners`). From a pair,
+    a call pushes its return state (or, for a tail call, replaces the frame), a
+    return pops the frame pushed last, and a return with nothing pushed escapes
+    the origin's frame. The pairs reachable so are computed once per pair, in
+    Python (they are few); the trie nodes, many, move along them in bulk.
+    """
+
+    def __init__(self, grammar: CompiledPushdownGrammar, walk: _Owners) -> None:
+        self._grammar = grammar
+        self._walk = walk
+        self._num_nodes = int(grammar._builder.trie.num_nodes)
+        self._ids: dict[tuple[int, int], int] = {}
+        self._state: list[int] = []
+        self._owner: list[int] = []
+        self._escapes: list[bool] = []
+        self._reach: list[list[int] | None] = []  # pairs reachable without a byte, itself excluded
+        self._seen = _KeySet()  # pair id * nodes + node, for every (pair, node) path so far
+
+    def _pair(self, q: int, owner: int) -> int:
+        key = (q, owner)
+        hit = self._ids.get(key)
+        if hit is None:
+            hit = self._ids[key] = len(self._state)
+            self._state.append(q)
+            self._owner.append(owner)
+            self._escapes.append(bool(self._grammar._gaccept[q]) and self._walk.pushed[owner] == 0)
+            self._reach.append(None)
+        return hit
+
+    def _reachable(self, pid: int) -> list[int]:
+        known = self._reach[pid]
+        if known is not None:
+            return known
+        g, walk = self._grammar, self._walk
+        accept, calls = g._gaccept, g._gcalls
+        found = {pid}
+        out: list[int] = []
+        todo = [pid]
+        while todo:
+            p = todo.pop()
+            q, owner = self._state[p], self._owner[p]
+            origin, pushed = walk.origin[owner], walk.pushed[owner]
+            succ: list[tuple[int, int]] = []
+            if accept[q] and pushed:
+                succ.append((g._push_top[pushed], walk.id(origin, g._push_below[pushed])))
+            for start, ret in calls[q]:
+                succ.append((start, owner if ret < 0 else walk.id(origin, g._push(pushed, ret))))
+            for q2, o2 in succ:
+                p2 = self._pair(q2, o2)
+                if p2 not in found:
+                    found.add(p2)
+                    out.append(p2)
+                    todo.append(p2)
+        self._reach[pid] = out
+        return out
+
+    def close(
+        self,
+        node: np.ndarray,
+        state: np.ndarray,
+        owner: np.ndarray,
+        emit_given: bool,
+        escapes: list[np.ndarray],
+        escape_origins: list[np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The new paths that calls and returns make from the paths (node, state, owner).
+
+        Paths seen before are skipped. The escape nodes found are appended to
+        ``escapes``, with their origins to ``escape_origins``. With
+        ``emit_given`` the new given paths are returned too. Returns (node,
+        state, owner) arrays, or None when there is no new path.
+        """
+        n = self._num_nodes
+        pair_key = (state.astype(np.int64) << 32) | owner
+        unique, inverse = np.unique(pair_key, return_inverse=True)
+        pids = np.array([self._pair(u >> 32, u & 0xFFFFFFFF) for u in unique.tolist()], dtype=np.int64)
+        given = self._seen.add(pids.take(inverse.ravel()) * n + node)
+        if not given.size:
+            return None
+        given_pid, given_node = np.divmod(given, n)
+        parts = [given] if emit_given else []
+        self._note_escapes(given_pid, given_node, escapes, escape_origins)
+        # every pair reachable from a given pair gets its new nodes
+        heads = np.flatnonzero(np.diff(given_pid, prepend=-1))
+        reach = [self._reachable(p) for p in given_pid.take(heads).tolist()]
+        sizes = np.array([len(r) for r in reach], dtype=np.int64)
+        if sizes.any():
+            runs = np.diff(np.append(heads, given_pid.size))
+            per_row = np.repeat(sizes, runs)
+            targets = np.array([p for r in reach for p in r], dtype=np.int64)
+            starts = np.repeat(np.cumsum(sizes) - sizes, runs)
+            tpos = _ranges(starts, per_row)
+            found = self._seen.add(targets.take(tpos) * n + np.repeat(given_node, per_row))
+            if found.size:
+                found_pid, found_node = np.divmod(found, n)
+                self._note_escapes(found_pid, found_node, escapes, escape_origins)
+                parts.append(found)
+        if not parts:
+            return None
+        keys = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        pid, out_node = np.divmod(keys, n)
+        return (
+            out_node,
+            np.array(self._state, dtype=np.int64).take(pid),
+            np.array(self._owner, dtype=np.int64).take(pid),
+        )
+
+    def _note_escapes(
+        self, pid: np.ndarray, node: np.ndarray, escapes: list[np.ndarray], escape_origins: list[np.ndarray]
+    ) -> None:
+        hit = np.array(self._escapes, dtype=bool).take(pid)
+        if hit.any():
+            owners = np.array(self._owner, dtype=np.int64).take(pid[hit])
+            escapes.append(node[hit])
+            escape_origins.append(self._walk.origin_array().take(owners))
 
 
 class _Owners:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ._input import Catalog
 
 __all__ = ["Layout", "build_layout", "dense_tables"]
@@ -58,7 +59,7 @@ def _sort_items(tokens: np.ndarray, num_columns: int) -> np.ndarray:
         head = keys[0][order]
         tie = np.flatnonzero(head[1:] == head[:-1])
         if tie.size:
-            members = np.union1d(tie, tie + 1)
+            members = sorted_unique(np.concatenate((tie, tie + 1)))
             sub = order[members]
             perm = np.lexsort([k[sub] for k in reversed(keys)])
             order[members] = sub[perm]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._arrays import sorted_unique
 from ..compile.compiled_grammar import CompiledGrammar
 from ..vocab import TokenizerInfo
 
@@ -248,7 +249,7 @@ class CompletionPlanner:
         src, byte = np.nonzero(transitions >= 0)
         dst = transitions[src, byte].astype(np.int64)
         # distinct (src, dst) edges, grouped by dst (CSR of the reversed graph)
-        edges = np.unique(dst * num_states + src.astype(np.int64))
+        edges = sorted_unique(dst * num_states + src.astype(np.int64))
         rev_src = edges % num_states
         indptr = np.zeros(num_states + 1, dtype=np.int64)
         np.cumsum(np.bincount(edges // num_states, minlength=num_states), out=indptr[1:])
@@ -263,7 +264,7 @@ class CompletionPlanner:
             if total == 0:
                 break
             offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-            preds = np.unique(rev_src[offsets + np.arange(total)])
+            preds = sorted_unique(rev_src[offsets + np.arange(total)])
             frontier = preds[distance[preds] == _UNREACHABLE]
             level += 1
             distance[frontier] = level
