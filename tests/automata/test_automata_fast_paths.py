@@ -20,6 +20,8 @@ import pytest
 from tokensieve import LimitExceeded, Limits
 from tokensieve.automata import build, determinize, minimize, ops, regex_to_dfa
 from tokensieve.automata.minimize import EdgeDFA, minimize_edges, trim_edges
+from tokensieve.automata.nfa import build_nfa
+from tokensieve.grammar.regex import parse_regex
 
 # ---------------------------------------------------------------- oracles
 
@@ -287,12 +289,18 @@ def _strings(alphabet: str, max_len: int) -> list[str]:
 _STRINGS = _strings("abcd", 8)
 
 
-@pytest.mark.parametrize("variant", ["plain", "deep", "collide"])
+def _level_by_level(*args: object) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+
+
+@pytest.mark.parametrize("variant", ["plain", "deep", "collide", "levels"])
 @pytest.mark.parametrize("pattern", _PATTERNS)
 def test_regexes_through_the_array_path(monkeypatch, checks, pattern: str, variant: str) -> None:
     small = regex_to_dfa(pattern)
     monkeypatch.setattr(build, "SMALL_EDGES", -1)
     monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
+    if variant == "levels":  # no follow set registered up front: one breadth-first level at a time
+        monkeypatch.setattr(determinize, "_follow_sets", _level_by_level)
     if variant == "deep":  # epsilon searches handed over to the per-node search
         monkeypatch.setattr(determinize, "_DEEP", 2)
     if variant == "collide":  # every subset hashes alike: the exact construction takes over
@@ -324,6 +332,21 @@ def test_large_counted_repetition_matches_re(monkeypatch) -> None:
 def test_limits_still_stop_large_subsets() -> None:
     with pytest.raises(LimitExceeded) as info:
         regex_to_dfa("(a|b)*a(a|b){20}", Limits(max_dfa_states=5000))
+    assert info.value.limit == "max_dfa_states"
+
+
+@pytest.mark.parametrize("pattern", ["(a|b)*a(a|b){9}", "[ab]{0,30}c", "(ab|a)*b{2,9}"])
+def test_state_limit_counts_reachable_states_only(monkeypatch, pattern: str) -> None:
+    # follow sets registered up front but never reached must not count against the limit
+    monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
+    nfa = build_nfa(parse_regex(pattern), Limits())
+    monkeypatch.setattr(determinize, "_follow_sets", _level_by_level)
+    exact = determinize.determinize(nfa).num_states  # the plain level-by-level construction
+    monkeypatch.undo()
+    monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
+    assert determinize.determinize(nfa, Limits(max_dfa_states=exact)).num_states == exact
+    with pytest.raises(LimitExceeded) as info:
+        determinize.determinize(nfa, Limits(max_dfa_states=exact - 1))
     assert info.value.limit == "max_dfa_states"
 
 

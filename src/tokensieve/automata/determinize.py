@@ -496,6 +496,51 @@ def _same_segments(
     return bool(np.array_equal(a_vals[ia], b_vals[ib]))
 
 
+def _follow_sets(
+    f_ptr: np.ndarray,
+    f_pos: np.ndarray,
+    c_ptr: np.ndarray,
+    mixed: np.ndarray,
+    num_pos: int,
+    s0: np.ndarray,
+    s0_hash: int,
+    budget: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct nonempty follow sets other than the start subset: (hashes, a position of each).
+
+    In the automata that schemas and grammars make, most states are the follow
+    set of the one position just read, so :func:`_subsets_arrays` registers
+    them all up front and expands them in one batch instead of one
+    breadth-first level (often of one or two states) at a time; the
+    unreachable ones are dropped at the end. When expanding them all would
+    cost more than ``budget`` steps (automata whose states are mostly unions),
+    none are returned and the construction goes level by level.
+    """
+    none = np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    f_len = np.diff(f_ptr)
+    live = np.flatnonzero(f_len > 0)
+    if not len(live):
+        return none
+    f_hash = _segment_sums(mixed[f_pos], f_len) + _mix(f_len.astype(np.uint64))
+    uh, first = np.unique(f_hash[live], return_index=True)
+    reps = live[first]
+    # the (class, follow position) pairs the expansion of a subset adds per position in it
+    weight = np.append(np.diff(c_ptr) * f_len, 0)  # the acceptance mark adds none
+    r_idx, _ = _spans(f_ptr, reps)
+    if int(weight[f_pos[r_idx]].sum()) > budget:
+        return none
+    same = reps[np.searchsorted(uh, f_hash[live])]
+    if not _same_segments(f_pos, f_ptr, live, f_pos, f_ptr, same):
+        raise _Collision
+    new = uh != np.uint64(s0_hash)
+    if not new.all():
+        s0_ptr = np.array([0, len(s0)], dtype=np.int64)
+        if not _same_segments(f_pos, f_ptr, reps[~new], s0, s0_ptr, np.zeros(1, dtype=np.int64)):
+            raise _Collision
+        uh, reps = uh[new], reps[new]
+    return uh, reps
+
+
 def _subsets_arrays(
     cl_ptr: np.ndarray,
     cl_pos: np.ndarray,
@@ -524,18 +569,27 @@ def _subsets_arrays(
     max_states = limits.max_dfa_states
     # the subsets found so far, state by state: pool[ptr[s]:ptr[s + 1]] (sorted)
     s0 = cl_pos[: cl_ptr[1]]
-    pool = np.empty(max(1024, 2 * len(s0)), dtype=np.int64)
-    pool[: len(s0)] = s0
-    ptr = np.zeros(1024, dtype=np.int64)
-    ptr[1] = len(s0)
-    accepting = [bool(len(s0)) and int(s0[-1]) == num_pos]
     s0_len = np.array([len(s0)], dtype=np.int64)
-    ids = {int((_segment_sums(mixed[s0], s0_len) + _mix(s0_len.astype(np.uint64)))[0]): 0}
-    count = 1
+    s0_hash = int((_segment_sums(mixed[s0], s0_len) + _mix(s0_len.astype(np.uint64)))[0])
+    uh, reps = _follow_sets(f_ptr, f_pos, c_ptr, mixed, num_pos, s0, s0_hash, (work.limit - work.done) // 4)
+    r_idx, r_len = _spans(f_ptr, reps)
+    pool = np.empty(max(1024, 2 * (len(s0) + len(r_idx))), dtype=np.int64)
+    pool[: len(s0)] = s0
+    pool[len(s0) : len(s0) + len(r_idx)] = f_pos[r_idx]
+    count = 1 + len(reps)
+    ptr = np.zeros(max(1024, 2 * count + 1), dtype=np.int64)
+    ptr[1] = len(s0)
+    np.cumsum(r_len, out=ptr[2 : count + 1])
+    ptr[2 : count + 1] += len(s0)
+    accepting = [bool(len(s0)) and int(s0[-1]) == num_pos]
+    accepting.extend((f_pos[f_ptr[reps + 1] - 1] == num_pos).tolist())
+    ids = dict(zip(uh.tolist(), range(1, count), strict=True))
+    ids[s0_hash] = 0
     lengths: list[np.ndarray] = []
     classes: list[np.ndarray] = []
     targets: list[np.ndarray] = []
-    lo, hi = 0, 1
+    cap = max_states + len(reps)  # the follow sets may be unreachable: counted at the end
+    lo, hi = 0, count
     while lo < hi:
         idx, cnt = _spans(ptr, np.arange(lo, hi, dtype=np.int64))
         sp = pool[idx]
@@ -582,7 +636,7 @@ def _subsets_arrays(
                 raise _Collision
         if fresh:
             n_new = len(fresh)
-            if count + n_new > max_states:
+            if count + n_new > cap:
                 raise _too_many(limits)
             segs = first[np.array(fresh, dtype=np.int64)]
             new_idx, new_len = _spans(seg_ptr, segs)
@@ -605,9 +659,46 @@ def _subsets_arrays(
         classes.append(seg_sc - state * num_classes)
         targets.append(tid[inverse])
         lo, hi = hi, count
-    return (
+    return _reachable_part(
         np.concatenate(lengths),
         np.concatenate(classes),
         np.concatenate(targets),
         np.array(accepting, dtype=bool),
+        max_states,
+        limits,
     )
+
+
+def _reachable_part(
+    lengths: np.ndarray,
+    classes: np.ndarray,
+    targets: np.ndarray,
+    accepting: np.ndarray,
+    max_states: int,
+    limits: Limits,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The states reachable from state 0, renumbered in their order, with their transitions."""
+    n = len(lengths)
+    # distinct (state, target) pairs: many classes often lead to the same state
+    pairs = sorted_unique(np.repeat(np.arange(n, dtype=np.int64) * n, lengths) + targets)
+    src = pairs // n
+    dst = (pairs - src * n).tolist()
+    bounds = np.searchsorted(src, np.arange(n + 1)).tolist()
+    seen = bytearray(n)
+    seen[0] = 1
+    todo = [0]
+    while todo:  # a graph search over lists: a few hundred nanoseconds per edge
+        s = todo.pop()
+        for t in dst[bounds[s] : bounds[s + 1]]:
+            if not seen[t]:
+                seen[t] = 1
+                todo.append(t)
+    keep = np.frombuffer(bytes(seen), dtype=np.uint8).astype(bool)
+    kept = int(np.count_nonzero(keep))
+    if kept > max_states:
+        raise _too_many(limits)
+    if kept == n:
+        return lengths, classes, targets, accepting
+    new_id = np.cumsum(keep) - 1
+    edge_keep = np.repeat(keep, lengths)
+    return lengths[keep], classes[edge_keep], new_id[targets[edge_keep]], accepting[keep]

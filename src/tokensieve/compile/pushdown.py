@@ -606,9 +606,10 @@ class CompiledPushdownGrammar:
         nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else start_nodes.astype(np.int64)
         walk = _Owners(k)
         closure = _Closure(self, walk)
-        own_parts: list[np.ndarray] = []
-        lo_parts: list[np.ndarray] = []
-        hi_parts: list[np.ndarray] = []
+        # (a walk whose frames read no byte before a call or return may walk no pair)
+        own_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        lo_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
+        hi_parts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
         escapes: list[np.ndarray] = []
         escape_origins: list[np.ndarray] = []
         node = np.tile(nodes, k)
@@ -877,6 +878,7 @@ class _Closure:
         self._grammar = grammar
         self._walk = walk
         self._num_nodes = int(grammar._builder.trie.num_nodes)
+        self._outdeg = grammar._view().outdeg
         self._ids: dict[tuple[int, int], int] = {}
         self._state: list[int] = []
         self._owner: list[int] = []
@@ -967,6 +969,13 @@ class _Closure:
             return None
         keys = np.concatenate(parts) if len(parts) > 1 else parts[0]
         pid, out_node = np.divmod(keys, n)
+        # a state that reads no byte (it only calls, as most do in a chain of precedence
+        # levels) adds nothing below its node: its calls are followed here already
+        reads = self._outdeg.take(np.array(self._state, dtype=np.int64).take(pid)) > 0
+        if not reads.all():
+            pid, out_node = pid[reads], out_node[reads]
+            if not pid.size:
+                return None
         return (
             out_node,
             np.array(self._state, dtype=np.int64).take(pid),
