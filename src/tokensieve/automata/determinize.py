@@ -246,6 +246,10 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
     return ClassDFA(*arrays, class_of_byte)
 
 
+#: The array construction expands at most this many states per batch (a level of the
+#: breadth-first search, or a slice of it): larger batches sort arrays that leave the cache.
+_BATCH_STATES = 2048
+
 #: Epsilon paths longer than this are followed by the per-node search.
 _DEEP = 256
 
@@ -589,7 +593,7 @@ def _subsets_arrays(
     classes: list[np.ndarray] = []
     targets: list[np.ndarray] = []
     cap = max_states + len(reps)  # the follow sets may be unreachable: counted at the end
-    lo, hi = 0, count
+    lo, hi = 0, min(count, _BATCH_STATES)
     while lo < hi:
         idx, cnt = _spans(ptr, np.arange(lo, hi, dtype=np.int64))
         sp = pool[idx]
@@ -603,7 +607,7 @@ def _subsets_arrays(
         key = sorted_unique(np.repeat(sc * width, fcnt) + f_pos[fi])
         if not len(key):  # no transitions at all
             lengths.append(np.zeros(hi - lo, dtype=np.int64))
-            lo, hi = hi, count
+            lo, hi = hi, min(count, hi + _BATCH_STATES)
             continue
         sc = key // width
         f = key - sc * width
@@ -658,7 +662,7 @@ def _subsets_arrays(
         lengths.append(np.bincount(state, minlength=hi - lo))
         classes.append(seg_sc - state * num_classes)
         targets.append(tid[inverse])
-        lo, hi = hi, count
+        lo, hi = hi, min(count, hi + _BATCH_STATES)
     return _reachable_part(
         np.concatenate(lengths),
         np.concatenate(classes),
