@@ -53,6 +53,24 @@ def _spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, counts
 
 
+def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.ndarray:
+    """States reachable from ``seeds`` along ``ptr``/``nxt`` adjacency (bool mask), frontier by frontier."""
+    seen = np.zeros(n, dtype=bool)
+    seen[seeds] = True
+    frontier = seeds
+    while len(frontier):
+        idx, _ = _spans(ptr, frontier)
+        t = nxt[idx]
+        t = t[~seen[t]]
+        if len(t) > 64:
+            t = sorted_unique(t)
+        else:
+            t = np.array(sorted(set(t.tolist())), dtype=np.int64)
+        seen[t] = True
+        frontier = t
+    return seen
+
+
 def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Wrapping ``uint64`` sums of consecutive segments of ``values`` of the given lengths."""
     cs = np.zeros(len(values) + 1, dtype=np.uint64)
@@ -683,21 +701,9 @@ def _reachable_part(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The states reachable from state 0, renumbered in their order, with their transitions."""
     n = len(lengths)
-    # distinct (state, target) pairs: many classes often lead to the same state
-    pairs = sorted_unique(np.repeat(np.arange(n, dtype=np.int64) * n, lengths) + targets)
-    src = pairs // n
-    dst = (pairs - src * n).tolist()
-    bounds = np.searchsorted(src, np.arange(n + 1)).tolist()
-    seen = bytearray(n)
-    seen[0] = 1
-    todo = [0]
-    while todo:  # a graph search over lists: a few hundred nanoseconds per edge
-        s = todo.pop()
-        for t in dst[bounds[s] : bounds[s + 1]]:
-            if not seen[t]:
-                seen[t] = 1
-                todo.append(t)
-    keep = np.frombuffer(bytes(seen), dtype=np.uint8).astype(bool)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    keep = _search(ptr, targets, np.zeros(1, dtype=np.int64), n)
     kept = int(np.count_nonzero(keep))
     if kept > max_states:
         raise _too_many(limits)

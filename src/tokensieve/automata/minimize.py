@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._arrays import sorted_unique
-from .determinize import Row, _mix, _segment_sums, _spans
+from .determinize import Row, _mix, _search, _segment_sums, _spans
 
 __all__ = ["trim", "minimize"]
 
@@ -290,24 +289,6 @@ def _restrict_edges(dfa: EdgeDFA, keep: np.ndarray) -> EdgeDFA:
         dfa.accepting[idx],
         int(renum[dfa.start]),
     )
-
-
-def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.ndarray:
-    """States reachable from ``seeds`` along ``ptr``/``nxt`` adjacency (bool mask), frontier by frontier."""
-    seen = np.zeros(n, dtype=bool)
-    seen[seeds] = True
-    frontier = seeds
-    while len(frontier):
-        idx, _ = _spans(ptr, frontier)
-        t = nxt[idx]
-        t = t[~seen[t]]
-        if len(t) > 64:
-            t = sorted_unique(t)
-        else:
-            t = np.array(sorted(set(t.tolist())), dtype=np.int64)
-        seen[t] = True
-        frontier = t
-    return seen
 
 
 def trim_edges(dfa: EdgeDFA, reachable: bool = True) -> EdgeDFA | None:
