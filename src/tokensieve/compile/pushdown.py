@@ -629,14 +629,10 @@ class CompiledPushdownGrammar:
             pairs = closure.close(ev_node, ev_state, ev_owner, False, escapes, escape_origins)
         per_origin = self._escapes_per_origin(k, escapes, escape_origins) if need_escapes else [None] * k
         origin = walk.origin_array().take(np.concatenate(own_parts))
-        lo, hi = np.concatenate(lo_parts), np.concatenate(hi_parts)
-        if k > 1:
-            order = np.argsort(origin, kind="stable")
-            origin, lo, hi = origin.take(order), lo.take(order), hi.take(order)
-        bounds = np.searchsorted(origin, np.arange(k + 1))
+        bounds, (lo, hi) = _by_origin(k, origin, np.concatenate(lo_parts), np.concatenate(hi_parts))
         out: list[tuple[np.ndarray, np.ndarray | None]] = []
         for i in range(k):
-            a, z = int(bounds[i]), int(bounds[i + 1])
+            a, z = bounds[i], bounds[i + 1]
             # placed for fast copies now, while the walk is costly anyway (see bitmask.copy_friendly)
             mask = friendly_zeros(b.num_words)
             if z > a:
@@ -648,41 +644,18 @@ class CompiledPushdownGrammar:
     def _escapes_per_origin(
         self, k: int, escapes: list[np.ndarray], escape_origins: list[np.ndarray]
     ) -> list[np.ndarray | None]:
-        """The escape nodes of each of ``k`` origins (sorted, unique), from the closure's finds."""
+        """The escape nodes of each of ``k`` origins (sorted, unique, int32), from the closure's finds."""
         if not escapes:
             return [np.zeros(0, dtype=np.int32) for _ in range(k)]
-        node = np.concatenate(escapes)
-        origin = np.concatenate(escape_origins)
-        if k == 1:
-            return [self._union([node])]
-        order = np.argsort(origin, kind="stable")
-        node, origin = node.take(order), origin.take(order)
-        bounds = np.searchsorted(origin, np.arange(k + 1)).tolist()
-        return [self._union([node[bounds[i] : bounds[i + 1]]]) for i in range(k)]
+        bounds, (node,) = _by_origin(k, np.concatenate(escape_origins), np.concatenate(escapes))
+        return [self._node_set(node[bounds[i] : bounds[i + 1]]) for i in range(k)]
 
-    def _union(self, parts: list[np.ndarray]) -> np.ndarray:
-        """Sorted unique trie nodes of ``parts``."""
-        if not parts:
-            return np.zeros(0, dtype=np.int32)
-        if len(parts) == 1 and parts[0].size <= 1:
-            return parts[0].astype(np.int32)
-        first = parts[0]
-        if first.dtype == np.int32 and first.size > 4096 and sum(p.size for p in parts[1:]) < 4096:
-            # a large sorted set passed through (the start nodes) plus a few new nodes
-            if len(parts) == 1:
-                return first
-            new = sorted_unique(np.concatenate(parts[1:])).astype(np.int32)
-            at = np.minimum(np.searchsorted(first, new), first.size - 1)
-            missing = new[first[at] != new]
-            if missing.size == 0:
-                return first
-            return np.insert(first, np.searchsorted(first, missing), missing)
-        total = sum(p.size for p in parts)
-        if total < 4096:
-            return sorted_unique(np.concatenate(parts)).astype(np.int32)
+    def _node_set(self, nodes: np.ndarray) -> np.ndarray:
+        """The sorted distinct trie nodes of ``nodes``, as int32."""
+        if nodes.size < 4096:
+            return sorted_unique(nodes).astype(np.int32)
         seen = np.zeros(self._builder.trie.num_nodes, dtype=bool)
-        for p in parts:
-            seen[p] = True
+        seen[nodes] = True
         return np.flatnonzero(seen).astype(np.int32)
 
     def _level(self, suffix: Config, need_escapes: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
@@ -882,7 +855,8 @@ class _Closure:
         self._ids: dict[tuple[int, int], int] = {}
         self._state: list[int] = []
         self._owner: list[int] = []
-        self._escapes: list[bool] = []
+        self._escape_origin: list[int] = []  # the origin a pair's return escapes, or -1
+        self._tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the three lists as arrays
         self._reach: list[list[int] | None] = []  # pairs reachable without a byte, itself excluded
         self._seen = _KeySet()  # pair id * nodes + node, for every (pair, node) path so far
 
@@ -893,9 +867,21 @@ class _Closure:
             hit = self._ids[key] = len(self._state)
             self._state.append(q)
             self._owner.append(owner)
-            self._escapes.append(bool(self._grammar._gaccept[q]) and self._walk.pushed[owner] == 0)
+            escapes = bool(self._grammar._gaccept[q]) and self._walk.pushed[owner] == 0
+            self._escape_origin.append(self._walk.origin[owner] if escapes else -1)
             self._reach.append(None)
+            self._tables = None
         return hit
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(state, owner, escape origin) of every pair, as arrays (rebuilt after new pairs)."""
+        if self._tables is None:
+            self._tables = (
+                np.array(self._state, dtype=np.int64),
+                np.array(self._owner, dtype=np.int64),
+                np.array(self._escape_origin, dtype=np.int64),
+            )
+        return self._tables
 
     def _reachable(self, pid: int) -> list[int]:
         known = self._reach[pid]
@@ -949,10 +935,11 @@ class _Closure:
             return None
         given_pid, given_node = np.divmod(given, n)
         parts = [given] if emit_given else []
-        self._note_escapes(given_pid, given_node, escapes, escape_origins)
         # every pair reachable from a given pair gets its new nodes
         heads = np.flatnonzero(np.diff(given_pid, prepend=-1))
         reach = [self._reachable(p) for p in given_pid.take(heads).tolist()]
+        pair_state, pair_owner, escape_origin = self._arrays()  # no pair is added below
+        _note_escapes(escape_origin, given_pid, given_node, escapes, escape_origins)
         sizes = np.array([len(r) for r in reach], dtype=np.int64)
         if sizes.any():
             runs = np.diff(np.append(heads, given_pid.size))
@@ -963,7 +950,7 @@ class _Closure:
             found = self._seen.add(targets.take(tpos) * n + np.repeat(given_node, per_row))
             if found.size:
                 found_pid, found_node = np.divmod(found, n)
-                self._note_escapes(found_pid, found_node, escapes, escape_origins)
+                _note_escapes(escape_origin, found_pid, found_node, escapes, escape_origins)
                 parts.append(found)
         if not parts:
             return None
@@ -971,25 +958,37 @@ class _Closure:
         pid, out_node = np.divmod(keys, n)
         # a state that reads no byte (it only calls, as most do in a chain of precedence
         # levels) adds nothing below its node: its calls are followed here already
-        reads = self._outdeg.take(np.array(self._state, dtype=np.int64).take(pid)) > 0
+        out_state = pair_state.take(pid)
+        reads = self._outdeg.take(out_state) > 0
         if not reads.all():
-            pid, out_node = pid[reads], out_node[reads]
+            pid, out_node, out_state = pid[reads], out_node[reads], out_state[reads]
             if not pid.size:
                 return None
-        return (
-            out_node,
-            np.array(self._state, dtype=np.int64).take(pid),
-            np.array(self._owner, dtype=np.int64).take(pid),
-        )
+        return out_node, out_state, pair_owner.take(pid)
 
-    def _note_escapes(
-        self, pid: np.ndarray, node: np.ndarray, escapes: list[np.ndarray], escape_origins: list[np.ndarray]
-    ) -> None:
-        hit = np.array(self._escapes, dtype=bool).take(pid)
-        if hit.any():
-            owners = np.array(self._owner, dtype=np.int64).take(pid[hit])
-            escapes.append(node[hit])
-            escape_origins.append(self._walk.origin_array().take(owners))
+
+def _by_origin(k: int, origin: np.ndarray, *arrays: np.ndarray) -> tuple[list[int], tuple[np.ndarray, ...]]:
+    """``arrays`` grouped by ``origin`` (0 to k-1): the bounds of each group, and the arrays reordered."""
+    if k > 1:
+        order = np.argsort(origin, kind="stable")
+        origin = origin.take(order)
+        arrays = tuple(x.take(order) for x in arrays)
+    return np.searchsorted(origin, np.arange(k + 1)).tolist(), arrays
+
+
+def _note_escapes(
+    escape_origin: np.ndarray,
+    pid: np.ndarray,
+    node: np.ndarray,
+    escapes: list[np.ndarray],
+    escape_origins: list[np.ndarray],
+) -> None:
+    """Append the nodes of the paths (``pid``, ``node``) whose pair escapes, and the origins escaped."""
+    origin = escape_origin.take(pid)
+    hit = origin >= 0
+    if hit.any():
+        escapes.append(node[hit])
+        escape_origins.append(origin[hit])
 
 
 class _Owners:
