@@ -12,7 +12,6 @@ compiled pattern.
 
 from __future__ import annotations
 
-import itertools
 import pickle
 import random
 import re
@@ -20,12 +19,12 @@ import re
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from support.regex_oracle import complete_by_regex, mask_to_set, viable_by_regex
+from support.regex_trees import OUTSIDE, STRINGS, accepted, brute, pattern_trees, render, to_ir
 from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
 from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits
-from tokensieve.automata import ByteDFA, choices_to_dfa, ir_to_dfa, regex_to_dfa
+from tokensieve.automata import choices_to_dfa, ir_to_dfa, regex_to_dfa
 from tokensieve.automata.ops import (
     automaton_to_dfa,
     complement,
@@ -46,112 +45,15 @@ from tokensieve.vocab import TokenizerInfo
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-ALPHABET = "abc"
-STRINGS = [
-    "".join(p) for n in range(7) for p in itertools.product(ALPHABET, repeat=n)
-]  # 1093 strings up to length 6
-OUTSIDE = ["d", "ad", "\xff", "é", "a\n"]  # strings with characters outside the alphabet
-
-
-# ------------------------------------------------------- random patterns
-# A pattern is a tree of tuples: ("chr", c), ("cls", chars), ("cat", x, y),
-# ("alt", x, y), ("rep", x, m, n) and ("emb", x): x embedded as an Automaton leaf.
-def _trees() -> st.SearchStrategy:
-    leaf = st.one_of(
-        st.sampled_from(ALPHABET).map(lambda c: ("chr", c)),
-        st.sampled_from(["ab", "bc", "ac"]).map(lambda cs: ("cls", cs)),
-    )
-
-    def extend(inner: st.SearchStrategy) -> st.SearchStrategy:
-        return st.one_of(
-            st.tuples(st.just("cat"), inner, inner),
-            st.tuples(st.just("alt"), inner, inner),
-            st.tuples(st.just("rep"), inner, st.integers(0, 2), st.sampled_from([None, 0, 1, 2])).map(
-                lambda t: ("rep", t[1], t[2], None if t[3] is None else t[2] + t[3])
-            ),
-            st.tuples(st.just("emb"), inner),
-        )
-
-    return st.recursive(leaf, extend, max_leaves=6)
-
-
-def render(tree: tuple) -> str:
-    kind = tree[0]
-    if kind == "chr":
-        return tree[1]
-    if kind == "cls":
-        return f"[{tree[1]}]"
-    if kind == "cat":
-        return f"(?:{render(tree[1])})(?:{render(tree[2])})"
-    if kind == "alt":
-        return f"(?:{render(tree[1])}|{render(tree[2])})"
-    if kind == "rep":
-        m, n = tree[2], tree[3]
-        return f"(?:{render(tree[1])}){{{m},{'' if n is None else n}}}"
-    return render(tree[1])  # emb
-
-
-def to_ir(tree: tuple) -> ir.Node:
-    kind = tree[0]
-    if kind == "chr":
-        return ir.literal(tree[1])
-    if kind == "cls":
-        return ir.char_class([(ord(c), ord(c)) for c in tree[1]])
-    if kind == "cat":
-        return ir.concat(to_ir(tree[1]), to_ir(tree[2]))
-    if kind == "alt":
-        return ir.alt(to_ir(tree[1]), to_ir(tree[2]))
-    if kind == "rep":
-        return ir.repeat(to_ir(tree[1]), tree[2], tree[3])
-    return dfa_to_ir(ir_to_dfa(to_ir(tree[1])))
-
-
-MAX_LEN = 6
-
-
-def _cat(xs: frozenset[str], ys: frozenset[str]) -> frozenset[str]:
-    by_len: dict[int, list[str]] = {}
-    for y in ys:
-        by_len.setdefault(len(y), []).append(y)
-    return frozenset(x + y for x in xs for n, group in by_len.items() if len(x) + n <= MAX_LEN for y in group)
-
-
-def brute(tree: tuple) -> frozenset[str]:
-    """The strings up to ``MAX_LEN`` characters that ``tree`` denotes."""
-    kind = tree[0]
-    if kind == "chr":
-        return frozenset(tree[1])
-    if kind == "cls":
-        return frozenset(tree[1])
-    if kind == "cat":
-        return _cat(brute(tree[1]), brute(tree[2]))
-    if kind == "alt":
-        return brute(tree[1]) | brute(tree[2])
-    if kind == "rep":
-        item, m, n = brute(tree[1]), tree[2], tree[3]
-        # more than m + MAX_LEN copies add nothing short: all but MAX_LEN copies are empty
-        top = m + MAX_LEN + 1 if n is None else n
-        power, out = frozenset([""]), frozenset()
-        for k in range(top + 1):
-            if k >= m:
-                out |= power
-            power = _cat(power, item)
-        return out
-    return brute(tree[1])  # emb
-
 
 def language(pattern: str, strings: list[str] = STRINGS) -> set[str]:
     rx = re.compile(pattern)
     return {s for s in strings if rx.fullmatch(s)}
 
 
-def accepted(dfa: ByteDFA, strings: list[str] = STRINGS) -> set[str]:
-    return {s for s in strings if dfa.accepts(s.encode("utf-8"))}
-
-
 # ------------------------------------------------------------ DFA level
 @SETTINGS
-@given(x=_trees(), y=_trees())
+@given(x=pattern_trees(), y=pattern_trees())
 def test_intersection_difference_complement_match_re(checks, x: tuple, y: tuple) -> None:
     a, b = ir_to_dfa(to_ir(x)), ir_to_dfa(to_ir(y))
     la, lb = brute(x), brute(y)
@@ -192,7 +94,7 @@ def test_intersection_difference_complement_match_re(checks, x: tuple, y: tuple)
 
 
 @SETTINGS
-@given(tree=_trees())
+@given(tree=pattern_trees())
 def test_embedded_automaton_keeps_the_language(tree: tuple) -> None:
     node = to_ir(tree)
     dfa = ir_to_dfa(node)
@@ -222,7 +124,7 @@ def test_embedded_automaton_keeps_the_language(tree: tuple) -> None:
 
 
 @SETTINGS
-@given(x=_trees(), y=_trees())
+@given(x=pattern_trees(), y=pattern_trees())
 def test_ir_level_operations_match_re(x: tuple, y: tuple) -> None:
     nx, ny = to_ir(x), to_ir(y)
     la, lb = brute(x), brute(y)

@@ -12,6 +12,7 @@ from .determinize import ClassDFA, Row, determinize
 from .dfa import ByteDFA
 from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim, trim_edges
 from .nfa import build_nfa
+from .splice import plan_splice, splice
 
 __all__ = ["ir_to_dfa", "regex_to_dfa"]
 
@@ -76,6 +77,16 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
     limits = limits or Limits()
     if is_nothing(node):
         raise GrammarError(_EMPTY_LANGUAGE)
+    plan = plan_splice(node)
+    if plan is not None:
+        spliced = splice(_determinized(plan.node, limits), plan, limits)
+        if spliced is not None:
+            return spliced
+    return _determinized(node, limits)
+
+
+def _determinized(node: Node, limits: Limits) -> ByteDFA:
+    """The minimal, trimmed DFA of ``node`` by subset construction and minimisation."""
     nfa = build_nfa(node, limits)
     cdfa = determinize(nfa, limits)
     if len(cdfa.targets) > SMALL_EDGES:

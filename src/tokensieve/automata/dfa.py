@@ -19,7 +19,11 @@ class ByteDFA:
     a byte string is a viable prefix of the language iff running it never hits
     a missing transition. The automata built by this package are also minimal
     and numbered breadth-first from the start state (``start == 0``, successors
-    in byte order), so equal languages give identical tables.
+    in byte order), so equal languages give identical tables; the exception are
+    automata with large embedded automata spliced in (see
+    :mod:`tokensieve.automata.splice`): numbered skeleton first, then copy by
+    copy, and not merged where several embedded automata end before the same
+    continuation.
 
     Parameters
     ----------

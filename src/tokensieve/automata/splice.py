@@ -1,0 +1,372 @@
+"""Large embedded automata spliced into the automaton around them, not determinised with it.
+
+A JSON Schema's skeleton embeds the automata of its constrained strings: an
+e-mail address of at most 254 characters is 31k states, and a schema with
+three of them has a 100k-state DFA whose every state the subset construction
+and the minimisation would visit again, although each embedded automaton is
+already minimal and the quotes around it leave nothing to decide.
+
+So :func:`plan_splice` replaces each large :class:`~tokensieve.grammar.ir.Automaton`
+leaf by a two-byte *placeholder* (lead byte ``0xF5``, which UTF-8 never
+contains, then the automaton's number), the small skeleton is determinised
+and minimised as usual, and :func:`splice` substitutes the automata back
+into the skeleton's DFA with array operations:
+
+* a state ``s`` with a placeholder edge to a state ``t`` takes the first
+  transitions of the automaton, leading into a copy of it that belongs to the
+  pair (automaton, ``t``) and is shared by every ``s`` with that edge;
+* the accepting states of the copy take ``t``'s transitions and acceptance.
+
+This is exact when no two of the merged transitions read the same byte (the
+result is then deterministic), which holds wherever the automaton sits
+between delimiters it cannot contain, as a string's content does between
+quotes. :func:`splice` returns ``None`` otherwise, and the caller
+determinises the whole IR as before. The result is trimmed; it is minimal
+in the skeleton and inside each copy, which is minimal wherever the
+continuation after a copy cannot be mistaken for more of its content.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import LimitExceeded
+from ..grammar.ir import (
+    EMPTY,
+    Alt,
+    Automaton,
+    ByteClass,
+    Concat,
+    Literal,
+    Node,
+    Repeat,
+    alt,
+    concat,
+    literal,
+    repeat,
+)
+from ..limits import Limits
+from .determinize import _search
+from .dfa import ByteDFA
+from .nfa import automaton_runs
+
+__all__ = ["SPLICE_MIN_STATES", "SplicePlan", "plan_splice", "splice"]
+
+#: embedded automata with at least this many states are spliced rather than determinised again
+SPLICE_MIN_STATES = 256
+#: lead byte of a placeholder (never in UTF-8 text; ``0xF8``-``0xFF`` lead the rule markers of pushdown.py)
+PLACEHOLDER_LEAD = 0xF5
+_MAX_AUTOMATA = 256
+
+
+@dataclass(frozen=True)
+class SplicePlan:
+    """The skeleton IR and the automata its placeholders stand for.
+
+    Attributes
+    ----------
+    node : Node
+        The IR with placeholder ``0xF5 k`` in place of automaton ``k``.
+    automata : tuple of Automaton
+        The spliced automata; those that accept the empty string appear as an
+        optional placeholder and are spliced without it (see
+        :func:`_nonempty_table`).
+    """
+
+    node: Node
+    automata: tuple[Automaton, ...]
+
+
+def plan_splice(node: Node, min_states: int = SPLICE_MIN_STATES) -> SplicePlan | None:
+    """Replace the large, well-formed automata of ``node`` by placeholders.
+
+    Parameters
+    ----------
+    node
+        Regex IR (rule references, if any, are kept as they are).
+    min_states
+        Automata with fewer states stay in the IR.
+
+    Returns
+    -------
+    SplicePlan or None
+        ``None`` when nothing is worth splicing, or when some leaf of the IR
+        reads the placeholder lead byte (then placeholders would be ambiguous).
+    """
+    chosen: dict[Automaton, int] = {}
+    done: dict[int, Node] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        item, expanded = stack.pop()
+        key = id(item)
+        if key in done:
+            continue
+        if isinstance(item, (Concat, Alt)):
+            if not expanded:
+                stack.append((item, True))
+                stack.extend((child, False) for child in item.items if id(child) not in done)
+                continue
+            items = [done[id(child)] for child in item.items]
+            if all(new is old for new, old in zip(items, item.items, strict=True)):
+                done[key] = item
+            else:
+                done[key] = concat(*items) if isinstance(item, Concat) else alt(*items)
+        elif isinstance(item, Repeat):
+            if not expanded:
+                stack.append((item, True))
+                stack.append((item.item, False))
+                continue
+            body = done[id(item.item)]
+            done[key] = item if body is item.item else repeat(body, item.min, item.max)
+        elif isinstance(item, Automaton):
+            if _reads_lead(item):
+                return None
+            if item.num_states < min_states or not _well_formed(item) or _reenters_start(item):
+                done[key] = item
+                continue
+            k = chosen.setdefault(item, len(chosen))
+            if k >= _MAX_AUTOMATA:
+                del chosen[item]
+                done[key] = item
+                continue
+            mark = literal(bytes((PLACEHOLDER_LEAD, k)))
+            done[key] = alt(EMPTY, mark) if item.accepting[item.start] else mark
+        else:
+            if isinstance(item, Literal) and PLACEHOLDER_LEAD in item.value:
+                return None
+            if isinstance(item, ByteClass) and any(lo <= PLACEHOLDER_LEAD <= hi for lo, hi in item.ranges):
+                return None
+            done[key] = item
+    if not chosen:
+        return None
+    return SplicePlan(done[id(node)], tuple(chosen))
+
+
+def _reenters_start(node: Automaton) -> bool:
+    """Whether a transition leads back to the start.
+
+    The skeleton state before such an automaton would often have the same
+    future as the copy's start, and the splice would not be minimal.
+    """
+    return bool((automaton_runs(node)[3] == node.start).any())
+
+
+def _reads_lead(node: Automaton) -> bool:
+    _, lo, hi, _ = automaton_runs(node)
+    return bool(((lo <= PLACEHOLDER_LEAD) & (PLACEHOLDER_LEAD <= hi)).any())
+
+
+_checked: OrderedDict[Automaton, bool] = OrderedDict()
+
+
+def _well_formed(node: Automaton) -> bool:
+    """Whether every state is reachable from the start and reaches acceptance (remembered per node)."""
+    hit = _checked.get(node)
+    if hit is not None:
+        return hit
+    src, _, _, dst = automaton_runs(node)
+    n = node.num_states
+    ptr = np.searchsorted(src, np.arange(n + 1))
+    ok = bool(_search(ptr, dst, np.array([node.start], dtype=np.int64), n).all())
+    if ok:
+        order = np.argsort(dst, kind="stable")
+        rptr = np.searchsorted(dst[order], np.arange(n + 1))
+        acc = np.flatnonzero(np.frombuffer(node.accepting, dtype=np.uint8))
+        ok = bool(_search(rptr, src[order], acc.astype(np.int64), n).all())
+    _checked[node] = ok
+    while len(_checked) > 256:
+        _checked.popitem(last=False)
+    return ok
+
+
+def _nonempty_table(node: Automaton) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(table, accepting, start)`` of the automaton without the empty string.
+
+    When the start state accepts, a new start state with the same transitions
+    but not accepting is added (state ``num_states``); the old start stays for
+    the transitions that come back to it.
+    """
+    src, lo, hi, dst = automaton_runs(node)
+    n = node.num_states
+    acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
+    start = node.start
+    extra = bool(acc[start])
+    table = np.full((n + extra, 256), -1, dtype=np.int32)
+    lengths = hi - lo + 1
+    e_src = np.repeat(src, lengths)
+    e_byte = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    table[e_src, e_byte] = np.repeat(dst, lengths)
+    if extra:
+        table[n] = table[start]
+        acc = np.append(acc, False)
+        start = n
+    return table, acc, start
+
+
+def _entry_only(table: np.ndarray, start: int, old_start: int) -> np.ndarray:
+    """The start states no transition leads to: a copy is entered past them."""
+    return np.array(sorted(q for q in {start, old_start} if not (table == q).any()), dtype=np.int32)
+
+
+def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | None:
+    """Substitute the automata of ``plan`` for the placeholders of ``skeleton``.
+
+    Parameters
+    ----------
+    skeleton
+        The trimmed DFA of ``plan.node``.
+    plan
+        From :func:`plan_splice`.
+    limits
+        ``max_dfa_states`` bounds the result.
+
+    Returns
+    -------
+    ByteDFA or None
+        Trimmed, accepting the language of the IR the plan was made from;
+        ``None`` when the substitution would not be deterministic (two merged
+        transitions on one byte), or the placeholders are not where the plan
+        put them.
+
+    Raises
+    ------
+    LimitExceeded
+        When the result would have more than ``max_dfa_states`` states.
+
+    Notes
+    -----
+    The numbering is decided before the large table is written: skeleton
+    states first (in their order), then the copies, each in its automaton's
+    order without the start states nothing leads back to.
+    """
+    limits = limits or Limits()
+    table = skeleton.transitions
+    accepting = np.asarray(skeleton.accepting, dtype=bool)
+    n = table.shape[0]
+    lead = table[:, PLACEHOLDER_LEAD]
+    sources = np.flatnonzero(lead >= 0)
+    if not len(sources):
+        return None
+    is_mid = np.zeros(n, dtype=bool)
+    is_mid[lead[sources]] = True
+    mids = np.flatnonzero(is_mid)
+    # a placeholder's middle state: reached only by the lead byte, leaves only by an automaton number
+    others = np.delete(table, PLACEHOLDER_LEAD, axis=1)
+    if (
+        is_mid[skeleton.start]
+        or accepting[mids].any()
+        or is_mid[others[others >= 0]].any()
+        or (table[mids, len(plan.automata) :] >= 0).any()
+    ):
+        return None
+    # (source, automaton, continuation) of every placeholder edge
+    mid_rows = table[mids, : len(plan.automata)]
+    at, auto_of = np.nonzero(mid_rows[np.searchsorted(mids, lead[sources])] >= 0)
+    src_of = sources[at]
+    cont_of = table[lead[src_of], auto_of].astype(np.int64)
+    if (table[cont_of, PLACEHOLDER_LEAD] >= 0).any():
+        return None  # one automaton right after another: not handled
+    pairs, copy_of = np.unique(auto_of.astype(np.int64) * n + cont_of, return_inverse=True)
+    copy_of = copy_of.reshape(-1)
+    copy_auto = (pairs // n).tolist()
+    copy_cont = pairs % n
+    tables = [_nonempty_table(a) for a in plan.automata]
+    # determinism: where a copy ends, and where it is entered
+    for k, t in zip(copy_auto, copy_cont.tolist(), strict=True):
+        sub, sub_acc, _ = tables[k]
+        if ((sub[sub_acc] >= 0) & (table[t] >= 0)).any():
+            return None
+    rows_at = {int(s): table[s].copy() for s in np.unique(src_of).tolist()}
+    for s, c in zip(src_of.tolist(), copy_of.tolist(), strict=True):
+        sub, _, sub_start = tables[copy_auto[c]]
+        row = rows_at[s]
+        row[PLACEHOLDER_LEAD] = -1
+        if ((row >= 0) & (sub[sub_start] >= 0)).any():
+            return None
+        row[sub[sub_start] >= 0] = 0  # taken (the values are written below)
+    # numbering of the survivors
+    reach = _reachable_skeleton(table, skeleton.start, is_mid, src_of, copy_of, copy_cont, len(pairs))
+    kept = np.flatnonzero(reach[:n] & ~is_mid)
+    new = np.full(n + 1, -1, dtype=np.int32)  # new[-1] == -1 maps missing transitions
+    new[kept] = np.arange(len(kept), dtype=np.int32)
+    dropped = [_entry_only(sub, start, a.start) for (sub, _, start), a in zip(tables, plan.automata, strict=True)]
+    live = reach[n:]
+    sizes = np.array(
+        [tables[k][0].shape[0] - len(dropped[k]) if ok else 0 for k, ok in zip(copy_auto, live.tolist(), strict=True)],
+        dtype=np.int64,
+    )
+    bases = len(kept) + np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    total = len(kept) + int(sizes.sum())
+    if total > limits.max_dfa_states:
+        raise LimitExceeded(
+            "max_dfa_states", limits.max_dfa_states, f"the spliced DFA needs at least {total} states"
+        )
+    out = np.empty((total, 256), dtype=np.int32)
+    acc_out = np.zeros(total, dtype=bool)
+    skel = new[table[kept]]
+    skel[:, PLACEHOLDER_LEAD] = -1
+    out[: len(kept)] = skel
+    acc_out[: len(kept)] = accepting[kept]
+    for c in np.flatnonzero(live).tolist():
+        sub, sub_acc, _ = tables[copy_auto[c]]
+        drop = dropped[copy_auto[c]]
+        base = int(bases[c])
+        block = out[base : base + int(sizes[c])]
+        rows = np.delete(sub, drop, axis=0) if len(drop) else sub
+        _renumber(rows, base, drop, block)
+        ends = np.flatnonzero(np.delete(sub_acc, drop) if len(drop) else sub_acc)
+        after = new[table[int(copy_cont[c])]]
+        part = block[ends]
+        np.copyto(part, np.broadcast_to(after, part.shape), where=after >= 0)
+        block[ends] = part
+        acc_out[base + ends] = bool(accepting[int(copy_cont[c])])
+    for s, c in zip(src_of.tolist(), copy_of.tolist(), strict=True):
+        if new[s] < 0:
+            continue
+        sub, _, sub_start = tables[copy_auto[c]]
+        entry = sub[sub_start]
+        target = np.empty(256, dtype=np.int32)
+        _renumber(entry, int(bases[c]), dropped[copy_auto[c]], target)
+        row = out[new[s]]
+        np.copyto(row, target, where=entry >= 0)
+    out.setflags(write=False)
+    acc_out.setflags(write=False)
+    return ByteDFA(out, acc_out, int(new[skeleton.start]))
+
+
+def _renumber(rows: np.ndarray, base: int, dropped: np.ndarray, out: np.ndarray) -> None:
+    """``out = rows + base`` less the dropped states below each target; -1 stays -1."""
+    np.add(rows, base, out=out, casting="unsafe")
+    for q in dropped.tolist():
+        out -= rows > q
+    out[rows < 0] = -1
+
+
+def _reachable_skeleton(
+    table: np.ndarray,
+    start: int,
+    is_mid: np.ndarray,
+    src_of: np.ndarray,
+    copy_of: np.ndarray,
+    copy_cont: np.ndarray,
+    num_copies: int,
+) -> np.ndarray:
+    """Reachable skeleton states and copies (``n + num_copies`` flags), each copy as one node."""
+    n = table.shape[0]
+    rows, cols = np.nonzero(table >= 0)
+    plain = (cols != PLACEHOLDER_LEAD) & ~is_mid[rows]
+    src = [rows[plain].astype(np.int64), src_of.astype(np.int64)]
+    dst = [table[rows[plain], cols[plain]].astype(np.int64), n + copy_of.astype(np.int64)]
+    # a copy goes on as its continuation state does
+    cont_rows, cont_cols = np.nonzero(table[copy_cont] >= 0)
+    ok = cont_cols != PLACEHOLDER_LEAD
+    src.append(n + cont_rows[ok].astype(np.int64))
+    dst.append(table[copy_cont[cont_rows[ok]], cont_cols[ok]].astype(np.int64))
+    s = np.concatenate(src)
+    d = np.concatenate(dst)
+    order = np.argsort(s, kind="stable")
+    ptr = np.searchsorted(s[order], np.arange(n + num_copies + 1))
+    return _search(ptr, d[order], np.array([start], dtype=np.int64), n + num_copies)
