@@ -146,7 +146,10 @@ class TokensieveEngine(Engine):
         "The token trie is built once per vocabulary (setup) and shared by all compilers, like the peers' "
         "tokenizer objects. Default precompute='auto': every state's token mask at compile time for automata "
         "without permissive states (loops on many bytes); otherwise the start state's at compile time and the "
-        "others on first use, each miss walking the states a few bytes ahead with it."
+        "others on first use, each miss walking the states a few bytes ahead with it. "
+        "Process-wide memos of string-constraint automata stay warm across grammars, as in a server: "
+        "format x length products and other intersections (64 entries), format automata, length-bounded "
+        "strings and whitespace runs; the first schema that needs one pays for it."
     )
     input_note = "regexes via compile_regex; choice lists via compile_choices (native)"
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from support.regex_trees import OUTSIDE, accepted, brute, pattern_trees, to_ir
 
 from tokensieve import LimitExceeded, Limits
-from tokensieve.automata import ir_to_dfa, regex_to_dfa
+from tokensieve.automata import ByteDFA, ir_to_dfa, regex_to_dfa
 from tokensieve.automata.build import _determinized
 from tokensieve.automata.ops import automaton_to_dfa, dfa_to_ir
 from tokensieve.automata.splice import PLACEHOLDER_LEAD, plan_splice, splice
@@ -45,7 +45,8 @@ def test_splice_keeps_the_language_of_random_patterns(checks, tree: tuple) -> No
     if plan is None:
         return
     out = splice(ir_to_dfa(plan.node), plan)
-    if out is None:  # not deterministic: the caller determinises the whole IR
+    if not isinstance(out, ByteDFA):  # not deterministic: these automata stay in the IR
+        assert out <= set(range(len(plan.automata)))
         return
     checks.assert_trimmed(out)
     assert accepted(out) == brute(tree)
@@ -66,7 +67,7 @@ def test_delimited_automata_splice_to_the_minimal_dfa(checks, trees: tuple) -> N
         ir.repeat(_quoted(a), 0, 1),
     )
     out = _spliced(node)
-    assert out is not None
+    assert isinstance(out, ByteDFA)
     checks.assert_trimmed(out)
     checks.assert_minimal(out)
     assert automaton_to_dfa(dfa_to_ir(out)).same_as(_determinized(node, Limits()))
@@ -80,7 +81,7 @@ def test_automata_with_one_continuation_keep_their_states_apart(checks) -> None:
         ir.literal("["), ir.alt(_quoted(a), ir.concat(ir.literal("#"), _quoted(b))), ir.literal("]")
     )
     out = _spliced(node)
-    assert out is not None
+    assert isinstance(out, ByteDFA)
     checks.assert_trimmed(out)
     assert automaton_to_dfa(dfa_to_ir(out)).same_as(_determinized(node, Limits()))
     assert out.num_states == _determinized(node, Limits()).num_states + 1
@@ -93,7 +94,7 @@ def test_splice_of_automata_with_the_empty_string_or_loops(checks) -> None:
         # an automaton whose start is entered again stays in the IR
         assert (plan is None) == (pattern in ("(ab)*", "a*b")), pattern
         out = _spliced(node)
-        assert out is not None, pattern
+        assert isinstance(out, ByteDFA), pattern
         checks.assert_trimmed(out)
         checks.assert_minimal(out)
         assert checks.isomorphic(out, _determinized(node, Limits())), pattern
@@ -110,7 +111,7 @@ def test_the_same_automaton_with_several_continuations_gets_a_copy_for_each(chec
         ir.literal("}"),
     )
     out = _spliced(node)
-    assert out is not None
+    assert isinstance(out, ByteDFA)
     checks.assert_trimmed(out)
     assert checks.isomorphic(automaton_to_dfa(dfa_to_ir(out)), _determinized(node, Limits()))
     assert out.num_states == _determinized(node, Limits()).num_states
@@ -125,24 +126,57 @@ def test_the_same_automaton_with_several_continuations_gets_a_copy_for_each(chec
         ir.alt(_quoted(_automaton("x[a-z]*")), ir.literal('"xyz!"')),
         # the continuation reads a byte the automaton goes on with
         ir.concat(_automaton("[a-z]+"), ir.literal("b")),
-        # two automata back to back
-        ir.concat(_automaton("[a-z]+"), _automaton("[0-9]+")),
+        # two automata back to back, the second starting with a byte the first goes on with
+        ir.concat(_automaton("[a-z]+"), _automaton("[a-z0-9]+")),
     ],
 )
-def test_a_splice_that_would_not_be_deterministic_is_declined_and_the_whole_ir_determinised(
-    node, checks
-) -> None:
-    assert _spliced(node) is None
+def test_a_splice_that_would_not_be_deterministic_is_declined(node, checks) -> None:
+    plan = plan_splice(node, min_states=1)
+    assert plan is not None
+    declined = splice(ir_to_dfa(plan.node), plan)
+    assert 0 in declined  # the first automaton (with the second, for a clash between them)
     whole = ir_to_dfa(node)
     checks.assert_trimmed(whole)
     assert whole.same_as(_determinized(node, Limits()))
 
 
+def test_automata_that_cannot_be_spliced_stay_in_the_ir_and_the_others_are_spliced(checks) -> None:
+    big = _automaton("[a-z]{1,300}")
+    undelimited = _automaton("[0-9]{1,300}")  # read on by the continuation
+    node = ir.concat(_quoted(big), ir.literal(":"), undelimited, ir.repeat(ir.literal("7"), 0, 1), ir.literal(";"))
+    plan = plan_splice(node)
+    assert plan is not None and plan.automata == (big, undelimited)
+    assert splice(ir_to_dfa(plan.node), plan) == {1}
+    second = plan_splice(node, exclude=frozenset([undelimited]))
+    assert second is not None and second.automata == (big,)
+    out = ir_to_dfa(node)
+    whole = _determinized(node, Limits())
+    assert automaton_to_dfa(dfa_to_ir(out)).same_as(whole)
+    assert out.num_states == whole.num_states
+
+
+def test_automata_back_to_back_are_spliced_one_into_the_other(checks) -> None:
+    letters, digits = _automaton("[a-z]{1,4}"), _automaton("[0-9]{0,3}")
+    node = ir.concat(
+        ir.literal("<"),
+        letters,
+        digits,
+        ir.alt(ir.literal(">"), ir.concat(ir.literal("#"), letters)),
+        ir.repeat(ir.concat(digits, ir.literal(",")), 1, 2),
+        ir.literal(";"),
+    )
+    out = _spliced(node)
+    assert isinstance(out, ByteDFA)
+    checks.assert_trimmed(out)
+    assert automaton_to_dfa(dfa_to_ir(out)).same_as(_determinized(node, Limits()))
+    assert out.accepts(b"<ab12>,;") and out.accepts(b"<a7#b1,,;") and not out.accepts(b"<ab12>;")
+
+
 def test_no_plan_when_the_ir_reads_the_placeholder_byte_or_has_no_large_automaton() -> None:
-    a = _automaton("[a-z]{1,40}")
+    a = _automaton("[a-z]{1,19}")
     assert plan_splice(ir.concat(a, ir.literal(b"\xf5")), min_states=1) is None
     assert plan_splice(ir.concat(a, ir.ByteClass(((0xF0, 0xFF),))), min_states=1) is None
-    assert plan_splice(ir.concat(a, ir.literal("x"))) is None  # 41 states: below the default size
+    assert plan_splice(ir.concat(a, ir.literal("x"))) is None  # 20 states: below the default size
     plan = plan_splice(ir.concat(a, ir.literal("x")), min_states=1)
     assert plan is not None and plan.automata == (a,)
     assert plan.node == ir.concat(ir.literal(bytes((PLACEHOLDER_LEAD, 0))), ir.literal("x"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import GrammarError
-from ..grammar.ir import Node, is_nothing
+from ..grammar.ir import Automaton, Node, is_nothing
 from ..grammar.regex import parse_regex
 from ..limits import Limits
 from .determinize import ClassDFA, Row, determinize
@@ -78,11 +78,23 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
     if is_nothing(node):
         raise GrammarError(_EMPTY_LANGUAGE)
     plan = plan_splice(node)
-    if plan is not None:
+    excluded: frozenset[Automaton] = frozenset()
+    for _ in range(_SPLICE_ATTEMPTS):
+        if plan is None:
+            break
         spliced = splice(_determinized(plan.node, limits), plan, limits)
-        if spliced is not None:
+        if isinstance(spliced, ByteDFA):
             return spliced
+        if not spliced:
+            break
+        # leave the automata that cannot be spliced in the IR, and splice the others
+        excluded |= frozenset(plan.automata[k] for k in spliced)
+        plan = plan_splice(node, exclude=excluded)
     return _determinized(node, limits)
+
+
+#: skeletons determinised before giving up on splicing (each attempt leaves out the automata that failed)
+_SPLICE_ATTEMPTS = 3
 
 
 def _determinized(node: Node, limits: Limits) -> ByteDFA:

@@ -1,6 +1,6 @@
 """Large embedded automata spliced into the automaton around them, not determinised with it.
 
-A JSON Schema's skeleton embeds the automata of its constrained strings: an
+A JSON Schema's skeleton embeds the automata of its constrained strings and whitespace runs: an
 e-mail address of at most 254 characters is 31k states, and a schema with
 three of them has a 100k-state DFA whose every state the subset construction
 and the minimisation would visit again, although each embedded automaton is
@@ -15,15 +15,20 @@ into the skeleton's DFA with array operations:
 * a state ``s`` with a placeholder edge to a state ``t`` takes the first
   transitions of the automaton, leading into a copy of it that belongs to the
   pair (automaton, ``t``) and is shared by every ``s`` with that edge;
-* the accepting states of the copy take ``t``'s transitions and acceptance.
+* the accepting states of the copy take ``t``'s transitions and acceptance
+  (and, when ``t`` has placeholder edges itself, the first transitions of the
+  copies ``t`` enters: one automaton right after another).
 
 This is exact when no two of the merged transitions read the same byte (the
 result is then deterministic), which holds wherever the automaton sits
 between delimiters it cannot contain, as a string's content does between
-quotes. :func:`splice` returns ``None`` otherwise, and the caller
-determinises the whole IR as before. The result is trimmed; it is minimal
-in the skeleton and inside each copy, which is minimal wherever the
-continuation after a copy cannot be mistaken for more of its content.
+quotes. Otherwise :func:`splice` names automata to leave in the IR, and the
+caller tries again without them (in the end, determinises the whole IR as
+before). An automaton that accepts the empty string is an optional
+placeholder; one whose start state is entered again is never spliced. The
+result is trimmed; it is minimal in the skeleton and inside each copy, but
+states of different automata followed by the same continuation are not
+merged when their futures agree.
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ from .nfa import automaton_runs
 __all__ = ["SPLICE_MIN_STATES", "SplicePlan", "plan_splice", "splice"]
 
 #: embedded automata with at least this many states are spliced rather than determinised again
-SPLICE_MIN_STATES = 256
+#: (a run of at most 32 blanks has 33)
+SPLICE_MIN_STATES = 32
 #: lead byte of a placeholder (never in UTF-8 text; ``0xF8``-``0xFF`` lead the rule markers of pushdown.py)
 PLACEHOLDER_LEAD = 0xF5
 _MAX_AUTOMATA = 256
@@ -80,7 +86,9 @@ class SplicePlan:
     automata: tuple[Automaton, ...]
 
 
-def plan_splice(node: Node, min_states: int = SPLICE_MIN_STATES) -> SplicePlan | None:
+def plan_splice(
+    node: Node, min_states: int = SPLICE_MIN_STATES, exclude: frozenset[Automaton] = frozenset()
+) -> SplicePlan | None:
     """Replace the large, well-formed automata of ``node`` by placeholders.
 
     Parameters
@@ -89,6 +97,8 @@ def plan_splice(node: Node, min_states: int = SPLICE_MIN_STATES) -> SplicePlan |
         Regex IR (rule references, if any, are kept as they are).
     min_states
         Automata with fewer states stay in the IR.
+    exclude
+        Automata that stay in the IR whatever their size.
 
     Returns
     -------
@@ -107,7 +117,7 @@ def plan_splice(node: Node, min_states: int = SPLICE_MIN_STATES) -> SplicePlan |
         if isinstance(item, (Concat, Alt)):
             if not expanded:
                 stack.append((item, True))
-                stack.extend((child, False) for child in item.items if id(child) not in done)
+                stack.extend((child, False) for child in reversed(item.items) if id(child) not in done)
                 continue
             items = [done[id(child)] for child in item.items]
             if all(new is old for new, old in zip(items, item.items, strict=True)):
@@ -124,7 +134,12 @@ def plan_splice(node: Node, min_states: int = SPLICE_MIN_STATES) -> SplicePlan |
         elif isinstance(item, Automaton):
             if _reads_lead(item):
                 return None
-            if item.num_states < min_states or not _well_formed(item) or _reenters_start(item):
+            if (
+                item.num_states < min_states
+                or item in exclude
+                or not _well_formed(item)
+                or _reenters_start(item)
+            ):
                 done[key] = item
                 continue
             k = chosen.setdefault(item, len(chosen))
@@ -211,7 +226,7 @@ def _entry_only(table: np.ndarray, start: int, old_start: int) -> np.ndarray:
     return np.array(sorted(q for q in {start, old_start} if not (table == q).any()), dtype=np.int32)
 
 
-def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | None:
+def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | frozenset[int]:
     """Substitute the automata of ``plan`` for the placeholders of ``skeleton``.
 
     Parameters
@@ -225,11 +240,12 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
 
     Returns
     -------
-    ByteDFA or None
-        Trimmed, accepting the language of the IR the plan was made from;
-        ``None`` when the substitution would not be deterministic (two merged
-        transitions on one byte), or the placeholders are not where the plan
-        put them.
+    ByteDFA or frozenset of int
+        Trimmed, accepting the language of the IR the plan was made from; or
+        the numbers of the automata whose substitution would not be
+        deterministic (two merged transitions on one byte, or an automaton
+        right after another), to be left in the IR; empty when the
+        placeholders are not where the plan put them.
 
     Raises
     ------
@@ -249,7 +265,7 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     lead = table[:, PLACEHOLDER_LEAD]
     sources = np.flatnonzero(lead >= 0)
     if not len(sources):
-        return None
+        return frozenset()
     is_mid = np.zeros(n, dtype=bool)
     is_mid[lead[sources]] = True
     mids = np.flatnonzero(is_mid)
@@ -261,34 +277,29 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
         or is_mid[others[others >= 0]].any()
         or (table[mids, len(plan.automata) :] >= 0).any()
     ):
-        return None
+        return frozenset()
     # (source, automaton, continuation) of every placeholder edge
     mid_rows = table[mids, : len(plan.automata)]
     at, auto_of = np.nonzero(mid_rows[np.searchsorted(mids, lead[sources])] >= 0)
     src_of = sources[at]
     cont_of = table[lead[src_of], auto_of].astype(np.int64)
-    if (table[cont_of, PLACEHOLDER_LEAD] >= 0).any():
-        return None  # one automaton right after another: not handled
     pairs, copy_of = np.unique(auto_of.astype(np.int64) * n + cont_of, return_inverse=True)
     copy_of = copy_of.reshape(-1)
     copy_auto = (pairs // n).tolist()
     copy_cont = pairs % n
     tables = [_nonempty_table(a) for a in plan.automata]
-    # determinism: where a copy ends, and where it is entered
-    for k, t in zip(copy_auto, copy_cont.tolist(), strict=True):
-        sub, sub_acc, _ = tables[k]
-        if ((sub[sub_acc] >= 0) & (table[t] >= 0)).any():
-            return None
-    rows_at = {int(s): table[s].copy() for s in np.unique(src_of).tolist()}
+    # the copies entered from each state with placeholder edges (also from the ends of the
+    # copies it continues: an automaton right after another)
+    entered: dict[int, list[int]] = {}
     for s, c in zip(src_of.tolist(), copy_of.tolist(), strict=True):
-        sub, _, sub_start = tables[copy_auto[c]]
-        row = rows_at[s]
-        row[PLACEHOLDER_LEAD] = -1
-        if ((row >= 0) & (sub[sub_start] >= 0)).any():
-            return None
-        row[sub[sub_start] >= 0] = 0  # taken (the values are written below)
+        entered.setdefault(s, []).append(c)
+    plain = table.copy()
+    plain[:, PLACEHOLDER_LEAD] = -1
+    bad = _clashes(plain, tables, copy_auto, copy_cont, entered)
+    if bad:
+        return frozenset(bad)
     # numbering of the survivors
-    reach = _reachable_skeleton(table, skeleton.start, is_mid, src_of, copy_of, copy_cont, len(pairs))
+    reach = _reachable_skeleton(plain, skeleton.start, is_mid, entered, copy_cont, len(pairs))
     kept = np.flatnonzero(reach[:n] & ~is_mid)
     new = np.full(n + 1, -1, dtype=np.int32)  # new[-1] == -1 maps missing transitions
     new[kept] = np.arange(len(kept), dtype=np.int32)
@@ -306,35 +317,89 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
         )
     out = np.empty((total, 256), dtype=np.int32)
     acc_out = np.zeros(total, dtype=bool)
-    skel = new[table[kept]]
-    skel[:, PLACEHOLDER_LEAD] = -1
-    out[: len(kept)] = skel
+    out[: len(kept)] = new[plain[kept]]
     acc_out[: len(kept)] = accepting[kept]
+
+    def entries(state: int) -> list[np.ndarray]:
+        """The first transitions of the copies entered from ``state``, renumbered."""
+        rows = []
+        for c in entered.get(state, ()):
+            sub, _, sub_start = tables[copy_auto[c]]
+            row = np.empty(256, dtype=np.int32)
+            _renumber(sub[sub_start], int(bases[c]), dropped[copy_auto[c]], row)
+            rows.append(row)
+        return rows
+
     for c in np.flatnonzero(live).tolist():
         sub, sub_acc, _ = tables[copy_auto[c]]
         drop = dropped[copy_auto[c]]
         base = int(bases[c])
         block = out[base : base + int(sizes[c])]
-        rows = np.delete(sub, drop, axis=0) if len(drop) else sub
-        _renumber(rows, base, drop, block)
+        _renumber(np.delete(sub, drop, axis=0) if len(drop) else sub, base, drop, block)
         ends = np.flatnonzero(np.delete(sub_acc, drop) if len(drop) else sub_acc)
-        after = new[table[int(copy_cont[c])]]
+        t = int(copy_cont[c])
         part = block[ends]
-        np.copyto(part, np.broadcast_to(after, part.shape), where=after >= 0)
+        for after in [new[plain[t]], *entries(t)]:
+            np.copyto(part, np.broadcast_to(after, part.shape), where=after >= 0)
         block[ends] = part
-        acc_out[base + ends] = bool(accepting[int(copy_cont[c])])
-    for s, c in zip(src_of.tolist(), copy_of.tolist(), strict=True):
-        if new[s] < 0:
-            continue
-        sub, _, sub_start = tables[copy_auto[c]]
-        entry = sub[sub_start]
-        target = np.empty(256, dtype=np.int32)
-        _renumber(entry, int(bases[c]), dropped[copy_auto[c]], target)
-        row = out[new[s]]
-        np.copyto(row, target, where=entry >= 0)
+        acc_out[base + ends] = bool(accepting[t])
+    for s in entered:
+        if new[s] >= 0:
+            row = out[new[s]]
+            for first in entries(s):
+                np.copyto(row, first, where=first >= 0)
     out.setflags(write=False)
     acc_out.setflags(write=False)
     return ByteDFA(out, acc_out, int(new[skeleton.start]))
+
+
+def _clashes(
+    plain: np.ndarray,
+    tables: list[tuple[np.ndarray, np.ndarray, int]],
+    copy_auto: list[int],
+    copy_cont: np.ndarray,
+    entered: dict[int, list[int]],
+) -> set[int]:
+    """Automata to leave in the IR so that no state gets two transitions on one byte.
+
+    A state with placeholder edges takes the first transitions of the copies it
+    enters; the accepting states of a copy take those of its continuation and
+    of the copies the continuation enters. A clash between two automata leaves
+    out the one with fewer copies (the whitespace run, copied everywhere, is
+    worth keeping).
+    """
+    groups: list[set[int]] = []
+
+    def merge(rows: np.ndarray, owner: int, taken: np.ndarray, state: int) -> None:
+        # ``taken``: per byte, -1 free, -2 the state's own, else the automaton whose copy reads it
+        for c in entered.get(state, ()):
+            k = copy_auto[c]
+            sub, _, sub_start = tables[k]
+            first = sub[sub_start] >= 0
+            clash = taken[first]
+            if (clash == -2).any():
+                groups.append({k})
+            others = set(clash[clash >= 0].tolist())
+            if owner >= 0 and (rows[:, first] >= 0).any():
+                others.add(owner)
+            groups.extend({k, o} for o in others)
+            taken[first] = k
+
+    none = np.zeros((0, 256), dtype=np.int32)
+    for s in entered:
+        merge(none, -1, np.where(plain[s] >= 0, -2, -1), s)
+    for k, t in zip(copy_auto, copy_cont.tolist(), strict=True):
+        sub, sub_acc, _ = tables[k]
+        ends = sub[sub_acc]
+        if ((ends >= 0) & (plain[t] >= 0)).any():
+            groups.append({k})
+        merge(ends, k, np.where(plain[t] >= 0, -2, -1), t)
+    copies = np.bincount(np.array(copy_auto, dtype=np.int64), minlength=len(tables))
+    out: set[int] = set()
+    for group in sorted(groups, key=len):
+        if not group & out:
+            out.add(min(group, key=lambda k: (copies[k], k)))
+    return out
 
 
 def _renumber(rows: np.ndarray, base: int, dropped: np.ndarray, out: np.ndarray) -> None:
@@ -346,27 +411,31 @@ def _renumber(rows: np.ndarray, base: int, dropped: np.ndarray, out: np.ndarray)
 
 
 def _reachable_skeleton(
-    table: np.ndarray,
+    plain: np.ndarray,
     start: int,
     is_mid: np.ndarray,
-    src_of: np.ndarray,
-    copy_of: np.ndarray,
+    entered: dict[int, list[int]],
     copy_cont: np.ndarray,
     num_copies: int,
 ) -> np.ndarray:
     """Reachable skeleton states and copies (``n + num_copies`` flags), each copy as one node."""
-    n = table.shape[0]
-    rows, cols = np.nonzero(table >= 0)
-    plain = (cols != PLACEHOLDER_LEAD) & ~is_mid[rows]
-    src = [rows[plain].astype(np.int64), src_of.astype(np.int64)]
-    dst = [table[rows[plain], cols[plain]].astype(np.int64), n + copy_of.astype(np.int64)]
+    n = plain.shape[0]
+    rows, cols = np.nonzero(plain >= 0)
+    ok = ~is_mid[rows]
+    src = [rows[ok].astype(np.int64)]
+    dst = [plain[rows[ok], cols[ok]].astype(np.int64)]
+    for s, copies in entered.items():
+        src.append(np.full(len(copies), s, dtype=np.int64))
+        dst.append(n + np.array(copies, dtype=np.int64))
     # a copy goes on as its continuation state does
-    cont_rows, cont_cols = np.nonzero(table[copy_cont] >= 0)
-    ok = cont_cols != PLACEHOLDER_LEAD
-    src.append(n + cont_rows[ok].astype(np.int64))
-    dst.append(table[copy_cont[cont_rows[ok]], cont_cols[ok]].astype(np.int64))
-    s = np.concatenate(src)
-    d = np.concatenate(dst)
-    order = np.argsort(s, kind="stable")
-    ptr = np.searchsorted(s[order], np.arange(n + num_copies + 1))
-    return _search(ptr, d[order], np.array([start], dtype=np.int64), n + num_copies)
+    for c, t in enumerate(copy_cont.tolist()):
+        targets = np.concatenate([plain[t][plain[t] >= 0].astype(np.int64), n + np.array(entered.get(t, []), dtype=np.int64)])
+        src.append(np.full(len(targets), n + c, dtype=np.int64))
+        dst.append(targets)
+    s_all = np.concatenate(src)
+    d_all = np.concatenate(dst)
+    order = np.argsort(s_all, kind="stable")
+    ptr = np.searchsorted(s_all[order], np.arange(n + num_copies + 1))
+    return _search(ptr, d_all[order], np.array([start], dtype=np.int64), n + num_copies)
+
+

@@ -8,6 +8,7 @@ is not a JSON value of the right kind) but admit fewer spellings.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -139,11 +140,23 @@ def any_string_content() -> Node:
 STATES_PER_CHARACTER = 25
 
 
-def string_length(min_length: int, max_length: int | None) -> Node:
+#: length bounds from which a string's content is one embedded automaton (built by layers, and
+#: spliced whole into the schema's automaton rather than determinised with it)
+COUNTED_FROM = 8
+
+
+def string_length(min_length: int, max_length: int | None, limits: Any = None) -> Node:
     """Content of strings of ``min_length`` to ``max_length`` characters."""
-    if _strings is not None:
-        return _strings.json_string_length(min_length, max_length)
-    return repeat(string_char(), min_length, max_length)
+    if _strings is None:
+        return repeat(string_char(), min_length, max_length)
+    if max(min_length, max_length or 0) >= COUNTED_FROM and (max_length is None or max_length >= min_length):
+        from ...automata.counted import cached_counted_repeat
+        from ...limits import Limits
+
+        counted = cached_counted_repeat(_strings.json_string_char(), min_length, max_length, limits or Limits())
+        if counted is not None:
+            return counted
+    return _strings.json_string_length(min_length, max_length)
 
 
 def content_of(node: Node) -> Node:
@@ -168,13 +181,30 @@ def pattern_content(pattern: str, limits: Any) -> Node | None:
 
 
 def format_content(name: str) -> Node | None:
-    """Content of the strings of a ``format`` (None: not known)."""
+    """Content of the strings of a ``format`` (None: not known).
+
+    Formats with large automata (``date-time``, ``time``, ``email``: hundreds of
+    states) come as one embedded automaton, built once per process, which the
+    schema's automaton splices in whole instead of determinising it again.
+    """
     if _formats is None:
         return None
+    return _format_content(name)
+
+
+@functools.lru_cache(maxsize=64)
+def _format_content(name: str) -> Node | None:
     node = _formats.format_content(name)
     if node is None:
         return None
-    return content_of(node)
+    content = content_of(node)
+    if _ops is None:
+        return content
+    from ...automata.build import ir_to_dfa
+    from ...automata.splice import SPLICE_MIN_STATES
+
+    dfa = ir_to_dfa(content)
+    return _ops.dfa_to_ir(dfa) if dfa.num_states >= SPLICE_MIN_STATES else content
 
 
 def quoted(content: Node) -> Node:
@@ -244,6 +274,14 @@ def number_literal(value: int | float) -> Node:
 
 
 # ------------------------------------------------------------------- layout
+@functools.lru_cache(maxsize=16)
+def _ws_run(most: int) -> Node:
+    from ...automata.counted import cached_counted_repeat
+    from ...limits import Limits
+
+    return cached_counted_repeat(WS_CHAR, 0, most, Limits()) or repeat(WS_CHAR, 0, most)
+
+
 @dataclass(frozen=True)
 class Layout:
     """Where whitespace may go between the tokens of a JSON value.
@@ -259,7 +297,7 @@ class Layout:
     @property
     def ws(self) -> Node:
         if self.mode == "flexible":
-            return repeat(WS_CHAR, 0, self.max_whitespace) if self.max_whitespace > 0 else EMPTY
+            return _ws_run(self.max_whitespace) if self.max_whitespace > 0 else EMPTY
         return EMPTY
 
     def _nl(self, depth: int) -> Node:

@@ -14,7 +14,7 @@ from ..ir import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, l
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
-from ._unique import unique_items_automaton
+from ._unique import bracketed, unique_items_automaton
 
 if TYPE_CHECKING:
     from ._lower import Lowerer
@@ -587,7 +587,7 @@ class _Norm:
                     f"a string of up to {bound} characters needs about {bound * lx.STATES_PER_CHARACTER} states",
                 )
             pieces.append(
-                (lx.string_length(self.min_len, self.max_len), self.where.get("maxLength", self.ptr))
+                (lx.string_length(self.min_len, self.max_len, low.limits), self.where.get("maxLength", self.ptr))
             )
         for pattern, p in self.patterns:
             node = low.pattern_node(pattern, p)
@@ -738,7 +738,9 @@ class _Norm:
             tracked = unique_items_automaton(lits, sep, lo, hi, low.limits)
             if tracked is None:
                 return None
-            return container("[", "]", tracked, lo == 0, layout, depth)
+            # one automaton with its brackets: the whitespace before "]" and the one before the
+            # next "," are told apart here, so the schema's automaton can splice it in whole
+            return bracketed(container("[", "]", tracked, lo == 0, layout, depth), low.limits)
         memo: dict[tuple[frozenset[int], int], Node] = {}
 
         def more(remaining: frozenset[int], count: int) -> Node:

@@ -164,3 +164,8 @@ def unique_items_automaton(
         table[:, p_count + m] = row
     raw = ByteDFA(table.reshape(subsets * local, 256), accepting.reshape(-1), 0)
     return dfa_to_ir(automaton_to_dfa(dfa_to_ir(raw)))
+
+
+def bracketed(node: Node, limits: Limits | None = None) -> Automaton:
+    """``node`` (an array with its brackets) as one embedded automaton."""
+    return dfa_to_ir(ir_to_dfa(node, limits))
