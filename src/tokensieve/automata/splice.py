@@ -365,8 +365,8 @@ def _clashes(
     A state with placeholder edges takes the first transitions of the copies it
     enters; the accepting states of a copy take those of its continuation and
     of the copies the continuation enters. A clash between two automata leaves
-    out the one with fewer copies (the whitespace run, copied everywhere, is
-    worth keeping).
+    out the one with fewer states in all its copies: those go back to the
+    subset construction with the skeleton.
     """
     groups: list[set[int]] = []
 
@@ -395,10 +395,11 @@ def _clashes(
             groups.append({k})
         merge(ends, k, np.where(plain[t] >= 0, -2, -1), t)
     copies = np.bincount(np.array(copy_auto, dtype=np.int64), minlength=len(tables))
+    weight = [int(copies[k]) * tables[k][0].shape[0] for k in range(len(tables))]
     out: set[int] = set()
     for group in sorted(groups, key=len):
         if not group & out:
-            out.add(min(group, key=lambda k: (copies[k], k)))
+            out.add(min(group, key=lambda k: (weight[k], k)))
     return out
 
 
