@@ -33,6 +33,7 @@ merged when their futures agree.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -175,11 +176,13 @@ def _reads_lead(node: Automaton) -> bool:
 
 
 _checked: OrderedDict[Automaton, bool] = OrderedDict()
+_checked_lock = threading.Lock()
 
 
 def _well_formed(node: Automaton) -> bool:
     """Whether every state is reachable from the start and reaches acceptance (remembered per node)."""
-    hit = _checked.get(node)
+    with _checked_lock:
+        hit = _checked.get(node)
     if hit is not None:
         return hit
     src, _, _, dst = automaton_runs(node)
@@ -191,9 +194,10 @@ def _well_formed(node: Automaton) -> bool:
         rptr = np.searchsorted(dst[order], np.arange(n + 1))
         acc = np.flatnonzero(np.frombuffer(node.accepting, dtype=np.uint8))
         ok = bool(_search(rptr, src[order], acc.astype(np.int64), n).all())
-    _checked[node] = ok
-    while len(_checked) > 256:
-        _checked.popitem(last=False)
+    with _checked_lock:
+        _checked[node] = ok
+        while len(_checked) > 256:
+            _checked.popitem(last=False)
     return ok
 
 
