@@ -66,6 +66,9 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
     Returns
     -------
     ByteDFA
+        Minimal and numbered breadth-first, except when embedded automata of
+        :data:`~tokensieve.automata.splice.SPLICE_MIN_STATES` states or more
+        were spliced in (see :mod:`tokensieve.automata.splice`).
 
     Raises
     ------

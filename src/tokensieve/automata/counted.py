@@ -14,6 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..errors import LimitExceeded
 from ..grammar.ir import Automaton, Node
 from ..limits import Limits
 from .build import ir_to_dfa
@@ -79,8 +80,6 @@ def _counted(unit: ByteDFA, min_count: int, max_count: int | None, limits: Limit
     layers = 1 if loop else (min_count if max_count is None else max_count)
     total = layers * width + (0 if loop else 1)
     if total > limits.max_dfa_states:
-        from ..errors import LimitExceeded
-
         raise LimitExceeded(
             "max_dfa_states", limits.max_dfa_states, f"a repetition of {layers} units needs {total} states"
         )

@@ -36,7 +36,7 @@ from ..grammar.ir import (
 from ..limits import Limits
 from .utf8 import class_automaton, class_sequences
 
-__all__ = ["ByteNFA", "build_nfa", "automaton_runs"]
+__all__ = ["ByteNFA", "build_nfa", "automaton_edges", "automaton_runs"]
 
 
 class ByteNFA:
@@ -139,6 +139,19 @@ def automaton_runs(node: Automaton) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     for a in (src, lo, hi, dst):
         a.setflags(write=False)
     return src, lo, hi, dst
+
+
+def automaton_edges(node: Automaton) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The transitions of an embedded automaton one byte at a time: ``(source, byte, target)``.
+
+    Sorted by ``(source, byte)``, as :meth:`~tokensieve.automata.dfa.ByteDFA.from_edges`
+    takes them; checked as :func:`automaton_runs` checks them.
+    """
+    src, lo, hi, dst = automaton_runs(node)
+    lengths = hi - lo + 1
+    total = int(lengths.sum())
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(src, lengths), np.repeat(lo, lengths) + offsets, np.repeat(dst, lengths)
 
 
 @lru_cache(maxsize=64)

@@ -46,7 +46,7 @@ from .build import ir_to_dfa
 from .determinize import Row
 from .dfa import ByteDFA
 from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim_edges
-from .nfa import automaton_runs
+from .nfa import automaton_edges, automaton_runs
 from .utf8 import class_sequences
 
 __all__ = [
@@ -101,15 +101,8 @@ def dfa_to_ir(dfa: ByteDFA) -> Automaton:
 
 def _raw_dfa(node: Automaton) -> ByteDFA:
     """The automaton of ``node`` as it is stored (not necessarily trimmed or minimal)."""
-    src, lo, hi, dst = automaton_runs(node)
-    lengths = hi - lo + 1
-    total = int(lengths.sum())
-    e_src = np.repeat(src, lengths)
-    e_dst = np.repeat(dst, lengths)
-    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    e_byte = np.repeat(lo, lengths) + offsets
     acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
-    return ByteDFA.from_edges(node.num_states, (e_src, e_byte, e_dst), acc, node.start)
+    return ByteDFA.from_edges(node.num_states, automaton_edges(node), acc, node.start)
 
 
 def automaton_to_dfa(node: Automaton, limits: Limits | None = None) -> ByteDFA:

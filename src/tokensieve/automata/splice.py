@@ -57,7 +57,7 @@ from ..grammar.ir import (
 from ..limits import Limits
 from .determinize import _search
 from .dfa import ByteDFA
-from .nfa import automaton_runs
+from .nfa import automaton_edges, automaton_runs
 
 __all__ = ["SPLICE_MIN_STATES", "SplicePlan", "plan_splice", "splice"]
 
@@ -208,16 +208,13 @@ def _nonempty_table(node: Automaton) -> tuple[np.ndarray, np.ndarray, int]:
     but not accepting is added (state ``num_states``); the old start stays for
     the transitions that come back to it.
     """
-    src, lo, hi, dst = automaton_runs(node)
     n = node.num_states
     acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
     start = node.start
     extra = bool(acc[start])
     table = np.full((n + extra, 256), -1, dtype=np.int32)
-    lengths = hi - lo + 1
-    e_src = np.repeat(src, lengths)
-    e_byte = np.repeat(lo - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-    table[e_src, e_byte] = np.repeat(dst, lengths)
+    e_src, e_byte, e_dst = automaton_edges(node)
+    table[e_src, e_byte] = e_dst
     if extra:
         table[n] = table[start]
         acc = np.append(acc, False)
@@ -225,9 +222,12 @@ def _nonempty_table(node: Automaton) -> tuple[np.ndarray, np.ndarray, int]:
     return table, acc, start
 
 
-def _entry_only(table: np.ndarray, start: int, old_start: int) -> np.ndarray:
-    """The start states no transition leads to: a copy is entered past them."""
-    return np.array(sorted(q for q in {start, old_start} if not (table == q).any()), dtype=np.int32)
+def _entry_only(node: Automaton, start: int) -> np.ndarray:
+    """The start states no transition leads to (``start`` of :func:`_nonempty_table`, and the
+    node's own): a copy is entered past them."""
+    targets = automaton_runs(node)[3]
+    firsts = {start, node.start}
+    return np.array(sorted(q for q in firsts if q >= node.num_states or not (targets == q).any()), dtype=np.int32)
 
 
 def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | frozenset[int]:
@@ -247,9 +247,8 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     ByteDFA or frozenset of int
         Trimmed, accepting the language of the IR the plan was made from; or
         the numbers of the automata whose substitution would not be
-        deterministic (two merged transitions on one byte, or an automaton
-        right after another), to be left in the IR; empty when the
-        placeholders are not where the plan put them.
+        deterministic (two merged transitions on one byte), to be left in
+        the IR; empty when the placeholders are not where the plan put them.
 
     Raises
     ------
@@ -273,12 +272,13 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     is_mid = np.zeros(n, dtype=bool)
     is_mid[lead[sources]] = True
     mids = np.flatnonzero(is_mid)
+    plain = table.copy()  # the skeleton without its placeholder edges
+    plain[:, PLACEHOLDER_LEAD] = -1
     # a placeholder's middle state: reached only by the lead byte, leaves only by an automaton number
-    others = np.delete(table, PLACEHOLDER_LEAD, axis=1)
     if (
         is_mid[skeleton.start]
         or accepting[mids].any()
-        or is_mid[others[others >= 0]].any()
+        or is_mid[plain[plain >= 0]].any()
         or (table[mids, len(plan.automata) :] >= 0).any()
     ):
         return frozenset()
@@ -297,8 +297,6 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     entered: dict[int, list[int]] = {}
     for s, c in zip(src_of.tolist(), copy_of.tolist(), strict=True):
         entered.setdefault(s, []).append(c)
-    plain = table.copy()
-    plain[:, PLACEHOLDER_LEAD] = -1
     bad = _clashes(plain, tables, copy_auto, copy_cont, entered)
     if bad:
         return frozenset(bad)
@@ -307,7 +305,7 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     kept = np.flatnonzero(reach[:n] & ~is_mid)
     new = np.full(n + 1, -1, dtype=np.int32)  # new[-1] == -1 maps missing transitions
     new[kept] = np.arange(len(kept), dtype=np.int32)
-    dropped = [_entry_only(sub, start, a.start) for (sub, _, start), a in zip(tables, plan.automata, strict=True)]
+    dropped = [_entry_only(a, start) for (_, _, start), a in zip(tables, plan.automata, strict=True)]
     live = reach[n:]
     sizes = np.array(
         [tables[k][0].shape[0] - len(dropped[k]) if ok else 0 for k, ok in zip(copy_auto, live.tolist(), strict=True)],

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...automata import ops as _ops
+from ...automata.build import ir_to_dfa
+from ...automata.counted import cached_counted_repeat
+from ...automata.splice import SPLICE_MIN_STATES
+from ...limits import Limits
 from .. import json_formats as _formats
 from .. import json_numbers as _numbers
 from .. import json_strings as _strings
@@ -150,9 +154,6 @@ def string_length(min_length: int, max_length: int | None, limits: Any = None) -
     if _strings is None:
         return repeat(string_char(), min_length, max_length)
     if max(min_length, max_length or 0) >= COUNTED_FROM and (max_length is None or max_length >= min_length):
-        from ...automata.counted import cached_counted_repeat
-        from ...limits import Limits
-
         counted = cached_counted_repeat(_strings.json_string_char(), min_length, max_length, limits or Limits())
         if counted is not None:
             return counted
@@ -200,9 +201,6 @@ def _format_content(name: str) -> Node | None:
     content = content_of(node)
     if _ops is None:
         return content
-    from ...automata.build import ir_to_dfa
-    from ...automata.splice import SPLICE_MIN_STATES
-
     dfa = ir_to_dfa(content)
     return _ops.dfa_to_ir(dfa) if dfa.num_states >= SPLICE_MIN_STATES else content
 
@@ -276,9 +274,6 @@ def number_literal(value: int | float) -> Node:
 # ------------------------------------------------------------------- layout
 @functools.lru_cache(maxsize=16)
 def _ws_run(most: int) -> Node:
-    from ...automata.counted import cached_counted_repeat
-    from ...limits import Limits
-
     return cached_counted_repeat(WS_CHAR, 0, most, Limits()) or repeat(WS_CHAR, 0, most)
 
 
