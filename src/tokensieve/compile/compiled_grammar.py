@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from .._arrays import sorted_unique
 from ..bitmask import copy_friendly
 from ..limits import Limits
-from .shared_masks import SHARE_DEPTH, LongTokens, mask_representatives
+from .shared_masks import SHARE_DEPTH, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, _ranges
 from .vocab_cache import mask_builder_for
 
@@ -171,7 +170,9 @@ class CompiledGrammar:
                     base = self.token_mask(rep)
                     chains = self.automaton.chains
                     lengths = None if chains is None else [int(c[state]) for c in chains]
-                    mask = _long_tokens(self._builder, self.tokenizer_info).apply(
+                    long_tokens = self._builder.long_tokens
+                    assert long_tokens is not None  # set by mask_builder_for
+                    mask = long_tokens.apply(
                         base, self._transitions, state, lengths
                     )
                     mask.setflags(write=False)
@@ -383,9 +384,3 @@ def _rebuild(
             f"cannot load a CompiledGrammar of format {version}; this version reads {_FORMAT_VERSION}"
         )
     return CompiledGrammar(info, dfa, kind=kind, source=source, limits=limits, unenforced=unenforced)
-
-
-@lru_cache(maxsize=16)
-def _long_tokens(builder: Any, info: TokenizerInfo) -> LongTokens:
-    """The vocabulary's tokens longer than ``SHARE_DEPTH`` (built once per vocabulary)."""
-    return LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)

@@ -55,6 +55,7 @@ from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
+    from .shared_masks import LongTokens
 
 __all__ = [
     "PERMISSIVE_LOOP_BYTES",
@@ -414,6 +415,8 @@ class TokenMaskBuilder:
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
         self._utf8_ok: np.ndarray | None = None
         self._chain_needs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: the tokens longer than the sharing depth (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
+        self.long_tokens: LongTokens | None = None
 
     @property
     def utf8_ok(self) -> np.ndarray:

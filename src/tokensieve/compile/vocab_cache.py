@@ -7,6 +7,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..vocab.trie import TokenTrie
+from .shared_masks import SHARE_DEPTH, LongTokens
 from .token_masks import TokenMaskBuilder
 
 if TYPE_CHECKING:
@@ -23,7 +24,10 @@ def mask_builder_for(info: TokenizerInfo) -> TokenMaskBuilder:
     """The :class:`TokenMaskBuilder` of a vocabulary, built once and kept.
 
     The token trie is the expensive part (about 0.4 s for a 131k vocabulary);
-    it is keyed by the vocabulary's hash, so equal vocabularies share it.
+    it is keyed by the vocabulary's hash, so equal vocabularies share it. The
+    other per-vocabulary tables the walks use (which subtrees are well-formed
+    UTF-8, the chain each subtree needs, the tokens longer than the sharing
+    depth) are built here too, so that no grammar's first masks pay for them.
     """
     key = (info.hash, info.vocab_size)
     with _lock:
@@ -33,6 +37,8 @@ def mask_builder_for(info: TokenizerInfo) -> TokenMaskBuilder:
             return builder
     trie = TokenTrie(info.decoded_vocab, exclude=list(info.special_token_ids) + list(info.stop_token_ids))
     builder = TokenMaskBuilder(trie, info.vocab_size, info.stop_token_ids)
+    builder.utf8_ok, builder.chain_needs  # noqa: B018 - built now, once per vocabulary
+    builder.long_tokens = LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)
     with _lock:
         _cache[key] = builder
         while len(_cache) > _MAX_VOCABS:
