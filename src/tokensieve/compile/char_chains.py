@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._arrays import sorted_unique
 from ..vocab.trie import TokenTrie
 from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_subtree_ok
 
@@ -121,44 +120,90 @@ def node_chain_needs(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return needs  # type: ignore[return-value]
 
 
-def _range_targets(table: np.ndarray, lo: int, hi: int, states: np.ndarray) -> np.ndarray:
-    """Per state of ``states``, the one target of every byte ``lo..hi`` (-1 when they differ or one is missing).
+def _continuation_targets(table: np.ndarray, states: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """Per range of continuation bytes a character may need, the one target of every byte of it.
 
-    Indexed by state, -1 for the states not in ``states``, with one more entry,
-    -1, so that ``-1`` indexes a refusal.
+    Keys ``(lo, hi)`` are the ranges ``0x80-0xBF`` (any), ``0xA0-0xBF`` (after ``E0``),
+    ``0x80-0x9F`` (after ``ED``), ``0x90-0xBF`` (after ``F0``), ``0x80-0x8F`` (after ``F4``).
+    Each value is indexed by state, -1 where the bytes differ, one is missing or the
+    state is not in ``states``, with one more entry, -1, so that ``-1`` indexes a
+    refusal. One gather of the 64 columns serves every range.
     """
-    block = table[states, lo : hi + 1]
-    first = block[:, 0]
-    same = (block == first[:, None]).all(axis=1) & (first >= 0)
-    out = np.full(table.shape[0] + 1, -1, dtype=np.int64)
-    out[states] = np.where(same, first, -1)
+    block = table[states, 0x80:0xC0]
+    same_as_next = block[:, 1:] == block[:, :-1]
+    out = {}
+    for lo, hi in ((0x80, 0xBF), (0xA0, 0xBF), (0x80, 0x9F), (0x90, 0xBF), (0x80, 0x8F)):
+        first = block[:, lo - 0x80]
+        same = same_as_next[:, lo - 0x80 : hi - 0x80].all(axis=1) & (first >= 0)
+        targets = np.full(table.shape[0] + 1, -1, dtype=np.int64)
+        targets[states] = np.where(same, first, -1)
+        out[(lo, hi)] = targets
     return out
 
 
 def _after_high_bytes(table: np.ndarray, cand: np.ndarray) -> np.ndarray:
     """The states reached from ``cand`` by a lead byte and then up to two more high bytes."""
-    frontier = sorted_unique(table[cand, 0xC2:0xF5])
-    frontier = frontier[frontier >= 0]
-    seen = frontier
+    seen = np.zeros(table.shape[0] + 1, dtype=bool)  # the last entry absorbs the missing transitions
+    step = table[cand, 0xC2:0xF5]
+    seen[step] = True
+    seen[-1] = False
+    frontier = np.flatnonzero(seen)
     for _ in range(2):
         if not frontier.size:
             break
-        nxt = sorted_unique(table[frontier, 0x80:0xC0])
-        frontier = np.setdiff1d(nxt[nxt >= 0], seen, assume_unique=True)
-        seen = sorted_unique(np.concatenate((seen, frontier)))
-    return seen.astype(np.int64)
+        step = table[frontier, 0x80:0xC0]
+        fresh = np.zeros_like(seen)
+        fresh[step] = True
+        fresh[-1] = False
+        fresh &= ~seen
+        seen |= fresh
+        frontier = np.flatnonzero(fresh)
+    return np.flatnonzero(seen).astype(np.int64)
 
 
-def _uniform_step(table: np.ndarray, states: np.ndarray, alphabet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For ``states``: whether every byte of ``alphabet`` leads to one state, and that state."""
-    nxt = table[states, alphabet[0]].astype(np.int64)
-    ok = nxt >= 0
-    for b in alphabet[1:].tolist():  # column by column: most states fail on the first few bytes
-        idx = np.flatnonzero(ok)
-        if not idx.size:
-            break
-        ok[idx] = table[states[idx], b] == nxt[idx]
+#: the lead bytes of multi-byte characters by the ranges their continuation bytes must be in
+_LEADS = (
+    (range(0xC2, 0xE0), ((0x80, 0xBF),)),
+    ((0xE0,), ((0xA0, 0xBF), (0x80, 0xBF))),
+    ((*range(0xE1, 0xED), 0xEE, 0xEF), ((0x80, 0xBF), (0x80, 0xBF))),
+    ((0xED,), ((0x80, 0x9F), (0x80, 0xBF))),
+    ((0xF0,), ((0x90, 0xBF), (0x80, 0xBF), (0x80, 0xBF))),
+    (range(0xF1, 0xF4), ((0x80, 0xBF), (0x80, 0xBF), (0x80, 0xBF))),
+    ((0xF4,), ((0x80, 0x8F), (0x80, 0xBF), (0x80, 0xBF))),
+)
+
+
+def _uniform_step(table: np.ndarray, lo: int, hi: int, skip: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """For every state: whether every byte ``lo..hi`` but ``skip`` leads to one state, and that state.
+
+    A block of rows at a time, so that the temporaries stay small (fresh pages cost more than the
+    comparisons).
+    """
+    s = table.shape[0]
+    ok = np.empty(s, dtype=bool)
+    nxt = np.empty(s, dtype=np.int64)
+    cols = [b - lo for b in skip]
+    for i in range(0, s, _ROWS):
+        block = table[i : i + _ROWS, lo : hi + 1]
+        first = block[:, 0]
+        same = block == first[:, None]
+        same[:, cols] = True
+        np.logical_and(same.all(axis=1), first >= 0, out=ok[i : i + _ROWS])
+        nxt[i : i + _ROWS] = first
     return ok, nxt
+
+
+def _blank_step(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For every state: whether the four JSON blanks lead to one state, and that state."""
+    first = table[:, 0x20].astype(np.int64)
+    ok = first >= 0
+    for b in (0x09, 0x0A, 0x0D):
+        ok &= table[:, b] == first
+    return ok, first
+
+
+#: rows compared at a time
+_ROWS = 4096
 
 
 def chain_lengths(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -179,51 +224,39 @@ def chain_lengths(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         :data:`MAX_CHAIN`.
     """
     s = table.shape[0]
-    every = np.arange(s, dtype=np.int64)
-    step, nxt = _uniform_step(table, every, PLAIN_BYTES)
-    blank_step, blank_nxt = _uniform_step(table, every, BLANK_BYTES)
+    step, nxt = _uniform_step(table, 0x20, 0x7E, skip=(0x22, 0x5C))  # the plain bytes
+    blank_step, blank_nxt = _blank_step(table)
     char = step.copy()
     cand = np.flatnonzero(step)
     if cand.size:
         # multi-byte characters: each lead byte, then its continuation ranges, back to next(q)
         inner = _after_high_bytes(table, cand)
-        full = _range_targets(table, 0x80, 0xBF, inner)
-        e0, ed = _range_targets(table, 0xA0, 0xBF, inner), _range_targets(table, 0x80, 0x9F, inner)
-        f0, f4 = _range_targets(table, 0x90, 0xBF, inner), _range_targets(table, 0x80, 0x8F, inner)
+        targets = _continuation_targets(table, inner)
         rows = table[cand, 0xC2:0xF5].astype(np.int64)
-        want = nxt[cand]
+        want = nxt[cand][:, None]
         ok = np.ones(cand.size, dtype=bool)
-        for lead in range(0xC2, 0xF5):
-            after = rows[:, lead - 0xC2]
-            chain: tuple[np.ndarray, ...]
-            if lead <= 0xDF:
-                chain = (full,)
-            elif lead == 0xE0:
-                chain = (e0, full)
-            elif lead == 0xED:
-                chain = (ed, full)
-            elif lead <= 0xEF:
-                chain = (full, full)
-            elif lead == 0xF0:
-                chain = (f0, full, full)
-            elif lead == 0xF4:
-                chain = (f4, full, full)
-            else:
-                chain = (full, full, full)
-            for targets in chain:
-                after = targets.take(after)  # -1 stays -1 (the extra last entry)
-            ok &= after == want
+        for leads, ranges in _LEADS:
+            after = rows[:, [lead - 0xC2 for lead in leads]]
+            for key in ranges:
+                after = targets[key].take(after)  # -1 stays -1 (the extra last entry)
+            ok &= (after == want).all(axis=1)
         char[cand] = ok
     return _run_lengths(step, nxt, s), _run_lengths(char, nxt, s), _run_lengths(blank_step, blank_nxt, s)
 
 
 def _run_lengths(ok: np.ndarray, nxt: np.ndarray, s: int) -> np.ndarray:
-    """``ok[q] ? 1 + run[nxt[q]] : 0``, capped at :data:`MAX_CHAIN` (cycles reach the cap)."""
-    run = np.zeros(s + 1, dtype=np.int64)  # run[s] = 0: the target of a missing step
-    safe = np.where(ok, nxt, s)
-    for _ in range(MAX_CHAIN):
-        new = np.where(ok, np.minimum(run.take(safe) + 1, MAX_CHAIN), 0)
-        if np.array_equal(new, run[:s]):
-            break
-        run[:s] = new
-    return run[:s].astype(np.int16)
+    """``ok[q] ? 1 + run[nxt[q]] : 0``, capped at :data:`MAX_CHAIN` (cycles reach the cap).
+
+    By doubling: after round ``k``, ``length[q]`` is ``min(run[q], 2**k)`` and ``jump[q]`` the state
+    ``2**k`` steps along the chain (the extra state ``s``, of length 0, where the chain is shorter).
+    """
+    length = np.zeros(s + 1, dtype=np.int64)
+    length[:s] = ok
+    jump = np.full(s + 1, s, dtype=np.int64)
+    jump[:s] = np.where(ok, nxt, s)
+    span = 1
+    while span < MAX_CHAIN:
+        length += length.take(jump)
+        jump = jump.take(jump)
+        span *= 2
+    return np.minimum(length[:s], MAX_CHAIN).astype(np.int16)
