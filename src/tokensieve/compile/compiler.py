@@ -44,7 +44,9 @@ class GrammarCompiler:
         is permissive (loops on many bytes, like ``[a-z]+`` or the inside of a
         string, or leaves on most bytes, like ``.``: such masks are large and
         each costs a walk of its own); otherwise the start state's mask is
-        computed at compile time and the rest lazily.
+        computed at compile time and the rest lazily; the grammar-wide tables
+        the lazy masks use (which states share masks, the chain lengths) are
+        built at compile time too, so that no decoding step pays for them.
     auto_precompute_max_states
         The ``"auto"`` threshold (a batched walk of a few thousand restrictive
         states costs a few milliseconds).
@@ -333,6 +335,7 @@ class GrammarCompiler:
             ):
                 compiled.precompute()
             else:
+                compiled.prepare()
                 compiled.token_mask(compiled.start_state)
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
