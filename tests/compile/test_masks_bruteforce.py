@@ -3,7 +3,8 @@
 Oracle: token ``t`` is allowed in state ``s`` iff stepping ``ByteDFA.transitions``
 over the bytes of ``t`` from ``s`` never meets a missing transition (stop tokens
 iff ``s`` accepts). It knows nothing of the token trie, the subtree and UTF-8
-shortcuts, the shared masks or the long-token recheck. The vocabularies mix
+shortcuts, the shared masks or the long-token recheck. Every test runs with the
+walk's levels all in numpy, all in plain Python (the tail of a walk), and mixed. The vocabularies mix
 short and long tokens (longer than the sharing depth), well-formed multi-byte
 characters, tokens that split a character and ill-formed bytes; the automata
 are large enough (over 256 states) for masks to be shared between states.
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from tokensieve import GrammarCompiler
+from tokensieve.compile import token_masks
 from tokensieve.vocab import TokenizerInfo
 
 EOS, SPECIAL = 0, 1
@@ -54,6 +56,19 @@ SCHEMAS = [
         "additionalProperties": False,
     },
 ]
+
+
+@pytest.fixture(autouse=True, params=["numpy", "python", "mixed"])
+def walk_tail(request, monkeypatch) -> None:
+    """Where a walk goes on in plain Python: never, from its first level, or past a few levels."""
+    if request.param == "numpy":
+        monkeypatch.setattr(token_masks, "_TAIL_PAIRS", 0)
+    elif request.param == "python":
+        monkeypatch.setattr(token_masks, "_TAIL_PAIRS", 1 << 40)
+        monkeypatch.setattr(token_masks, "_TAIL_NODES", 1 << 40)
+    else:
+        monkeypatch.setattr(token_masks, "_TAIL_PAIRS", 8)
+        monkeypatch.setattr(token_masks, "_TAIL_NODES", 40)
 
 
 def _vocab(seed: int) -> list[bytes]:

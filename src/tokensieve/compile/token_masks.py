@@ -35,6 +35,12 @@ Two shortcuts keep permissive states cheap:
   loop bytes below nodes whose tokens are all well-formed UTF-8 from a
   character boundary (:mod:`tokensieve.compile.utf8_closure`), so multilingual
   tokens are taken whole too.
+* **plain-Python tail**: most levels of a walk are deep in the trie, with a
+  handful of pairs left (long tokens), and each numpy level costs tens of
+  microseconds whatever its size; once the frontier is at most
+  ``_TAIL_PAIRS`` pairs with at most ``_TAIL_NODES`` trie nodes below them,
+  the rest is visited depth first in plain Python (no shortcuts: same tokens).
+
 * **range output**: the walk emits slices of the byte-sorted token order. A
   mask with many tokens is packed at once (a scatter into a boolean row, then
   ``packbits``); masks with few tokens are kept as ``(word, bit)`` lists, which
@@ -78,6 +84,10 @@ _HUB_MIN_CHILDREN = 4
 PERMISSIVE_LOOP_BYTES = 16
 #: ... and so does one with at least this many outgoing bytes
 PERMISSIVE_OUT_BYTES = 128
+#: a walk whose frontier is at most this many pairs ...
+_TAIL_PAIRS = 64
+#: ... with at most this many trie nodes below them in all goes on in plain Python
+_TAIL_NODES = 512
 #: a mask with more tokens than ``num_tokens // _DENSE_FRACTION`` is built dense
 _DENSE_FRACTION = 16
 #: bit lists at least this long are or-ed in by a ``bincount`` (see :func:`or_distinct_bits`)
@@ -192,6 +202,8 @@ class AutomatonView:
             if s >= 1 << 23:  # keep (state << 8) | byte inside int32 arithmetic
                 flat = flat.astype(np.int64)
             self.trans = flat
+        #: the table as a memoryview: plain-Python reads of single entries (see _finish_in_python)
+        self.memory: memoryview | None = None if self.trans is None else self.trans.data
         if edges is None:
             if self.trans is None:
                 raise ValueError("an automaton needs its transition table or its edges")
@@ -413,6 +425,17 @@ class TokenMaskBuilder:
         # word index and bit of every token, in byte-sorted order
         self._sorted_word = self._sorted_tokens >> 5
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
+        # the tail of a walk in plain Python (see _finish_in_python): the nodes below each node
+        below = np.ones(n, dtype=np.int64)
+        parent = trie.node_parent.astype(np.int64)
+        for d in range(trie.max_depth, 0, -1):
+            nodes = trie.nodes_at_depth(d).astype(np.int64)
+            if nodes.size:
+                np.add.at(below, parent[nodes], below[nodes])
+        self._nodes_below = below
+        self._py_child_start = self._child_start.data
+        self._py_child_ids = self._child_ids.data
+        self._py_child_byte = self._child_byte.data
         self._utf8_ok: np.ndarray | None = None
         self._chain_needs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: the tokens longer than the sharing depth (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
@@ -578,7 +601,16 @@ class TokenMaskBuilder:
         ev_owner: list[np.ndarray] = []
         report = events is not None and not skip_first_events
         held = 0
+        tail = events is None and not sparse  # the end of the walk may go on in plain Python
         while node.size:
+            if tail and node.size <= _TAIL_PAIRS and int(self._nodes_below.take(node).sum()) <= _TAIL_NODES:
+                # a few small subtrees left: a numpy level costs more than visiting them one by one
+                nodes_left, owners_left = self._finish_in_python(a, node, state, owner, single)
+                seen_nodes.append(nodes_left)
+                seen_ends.append(token_mid.take(nodes_left))
+                if not single:
+                    seen_owner.append(owners_left)
+                break
             if report:
                 assert events is not None
                 met = events.take(state)
@@ -694,6 +726,33 @@ class TokenMaskBuilder:
         else:
             own = np.concatenate(seen_owner)[nonempty]
         return own, lo, hi, met_pairs
+
+    def _finish_in_python(
+        self, a: AutomatonView, node: np.ndarray, state: np.ndarray, owner: np.ndarray, single: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every (node, owner) pair reached below the given pairs (themselves included), depth first.
+
+        No shortcut is taken: a subtree that a loop or a chain would close is
+        walked to its leaves, which gives the same tokens.
+        """
+        trans = a.memory
+        assert trans is not None
+        start, ids, byte = self._py_child_start, self._py_child_ids, self._py_child_byte
+        owners = [0] * node.size if single else owner.tolist()
+        stack = list(zip(node.tolist(), state.tolist(), owners, strict=True))
+        out_nodes: list[int] = []
+        out_owners: list[int] = []
+        pop, push = stack.pop, stack.append
+        while stack:
+            n, q, o = pop()
+            out_nodes.append(n)
+            out_owners.append(o)
+            row = q << 8
+            for k in range(start[n], start[n + 1]):
+                t = trans[row | byte[k]]
+                if t >= 0:
+                    push((ids[k], t, o))
+        return np.array(out_nodes, dtype=np.int64), np.array(out_owners, dtype=np.int64)
 
     def _expand_by_automaton(
         self,
