@@ -38,6 +38,9 @@ MAX_CHAIN = 48
 
 #: The plain ASCII bytes: printable, neither ``"`` nor ``\\``.
 PLAIN_BYTES = np.array([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], dtype=np.int64)
+#: the same set as a range of bytes less the two it leaves out (how :func:`chain_lengths` reads it)
+_PLAIN_RANGE = (int(PLAIN_BYTES[0]), int(PLAIN_BYTES[-1]))
+_NOT_PLAIN_IN_RANGE = tuple(b for b in range(_PLAIN_RANGE[0], _PLAIN_RANGE[1] + 1) if b not in PLAIN_BYTES)
 
 #: The JSON blanks: space, tab, line feed, carriage return.
 BLANK_BYTES = np.array([0x20, 0x09, 0x0A, 0x0D], dtype=np.int64)
@@ -224,7 +227,7 @@ def chain_lengths(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         :data:`MAX_CHAIN`.
     """
     s = table.shape[0]
-    step, nxt = _uniform_step(table, 0x20, 0x7E, skip=(0x22, 0x5C))  # the plain bytes
+    step, nxt = _uniform_step(table, *_PLAIN_RANGE, skip=_NOT_PLAIN_IN_RANGE)
     blank_step, blank_nxt = _blank_step(table)
     char = step.copy()
     cand = np.flatnonzero(step)

@@ -35,16 +35,16 @@ Two shortcuts keep permissive states cheap:
   loop bytes below nodes whose tokens are all well-formed UTF-8 from a
   character boundary (:mod:`tokensieve.compile.utf8_closure`), so multilingual
   tokens are taken whole too.
-* **plain-Python tail**: most levels of a walk are deep in the trie, with a
-  handful of pairs left (long tokens), and each numpy level costs tens of
-  microseconds whatever its size; once the frontier is at most
-  ``_TAIL_PAIRS`` pairs with at most ``_TAIL_NODES`` trie nodes below them,
-  the rest is visited depth first in plain Python (no shortcuts: same tokens).
-
 * **range output**: the walk emits slices of the byte-sorted token order. A
   mask with many tokens is packed at once (a scatter into a boolean row, then
   ``packbits``); masks with few tokens are kept as ``(word, bit)`` lists, which
   cost a few microseconds to pack on first use (:class:`MaskBatch`).
+
+Most levels of a walk are deep in the trie with a handful of pairs left (long
+tokens), and each numpy level costs tens of microseconds whatever its size:
+once the frontier is at most ``_TAIL_PAIRS`` pairs with at most
+``_TAIL_NODES`` trie nodes below them, the rest is visited depth first in
+plain Python (no shortcuts: the same tokens).
 """
 
 from __future__ import annotations
@@ -202,8 +202,6 @@ class AutomatonView:
             if s >= 1 << 23:  # keep (state << 8) | byte inside int32 arithmetic
                 flat = flat.astype(np.int64)
             self.trans = flat
-        #: the table as a memoryview: plain-Python reads of single entries (see _finish_in_python)
-        self.memory: memoryview | None = None if self.trans is None else self.trans.data
         if edges is None:
             if self.trans is None:
                 raise ValueError("an automaton needs its transition table or its edges")
@@ -425,37 +423,15 @@ class TokenMaskBuilder:
         # word index and bit of every token, in byte-sorted order
         self._sorted_word = self._sorted_tokens >> 5
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
-        # the tail of a walk in plain Python (see _finish_in_python): the nodes below each node
-        below = np.ones(n, dtype=np.int64)
-        parent = trie.node_parent.astype(np.int64)
-        for d in range(trie.max_depth, 0, -1):
-            nodes = trie.nodes_at_depth(d).astype(np.int64)
-            if nodes.size:
-                np.add.at(below, parent[nodes], below[nodes])
-        self._nodes_below = below
-        self._py_child_start = self._child_start.data
-        self._py_child_ids = self._child_ids.data
-        self._py_child_byte = self._child_byte.data
-        self._utf8_ok: np.ndarray | None = None
-        self._chain_needs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # the tail of a walk in plain Python (see _finish_in_python): the nodes below each node, itself
+        # included (preorder numbering: a subtree is an id range)
+        self._nodes_below = trie.subtree_end.astype(np.int64) - np.arange(n, dtype=np.int64)
+        #: per trie node: its path ends on a character boundary and every token below is well-formed UTF-8
+        self.utf8_ok = utf8_subtree_ok(trie)
+        #: per trie node, the plain ASCII, plain character and blank chains that allow its subtree whole
+        self.chain_needs = node_chain_needs(trie)
         #: the tokens longer than the sharing depth (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
         self.long_tokens: LongTokens | None = None
-
-    @property
-    def utf8_ok(self) -> np.ndarray:
-        """Per trie node: its path ends on a character boundary and every token below is well-formed UTF-8."""
-        ok = self._utf8_ok
-        if ok is None:
-            ok = self._utf8_ok = utf8_subtree_ok(self.trie)
-        return ok
-
-    @property
-    def chain_needs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per trie node, the plain ASCII, plain character and blank chains that allow its subtree whole."""
-        needs = self._chain_needs
-        if needs is None:
-            needs = self._chain_needs = node_chain_needs(self.trie)
-        return needs
 
     @property
     def nbytes(self) -> int:
@@ -470,6 +446,9 @@ class TokenMaskBuilder:
                 self._few_bytes,
                 self._sorted_word,
                 self._sorted_bit,
+                self._nodes_below,
+                self.utf8_ok,
+                *self.chain_needs,
             )
         )
         return int(own + self.trie.nbytes)
@@ -735,9 +714,9 @@ class TokenMaskBuilder:
         No shortcut is taken: a subtree that a loop or a chain would close is
         walked to its leaves, which gives the same tokens.
         """
-        trans = a.memory
-        assert trans is not None
-        start, ids, byte = self._py_child_start, self._py_child_ids, self._py_child_byte
+        assert a.trans is not None
+        # memoryviews: single entries read as Python ints, without numpy's per-call cost
+        trans, start, ids, byte = a.trans.data, self._child_start.data, self._child_ids.data, self._child_byte.data
         owners = [0] * node.size if single else owner.tolist()
         stack = list(zip(node.tolist(), state.tolist(), owners, strict=True))
         out_nodes: list[int] = []

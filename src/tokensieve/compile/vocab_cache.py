@@ -37,7 +37,6 @@ def mask_builder_for(info: TokenizerInfo) -> TokenMaskBuilder:
             return builder
     trie = TokenTrie(info.decoded_vocab, exclude=list(info.special_token_ids) + list(info.stop_token_ids))
     builder = TokenMaskBuilder(trie, info.vocab_size, info.stop_token_ids)
-    builder.utf8_ok, builder.chain_needs  # noqa: B018 - built now, once per vocabulary
     builder.long_tokens = LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)
     with _lock:
         _cache[key] = builder
