@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sorted_unique"]
+__all__ = ["concat_ranges", "sorted_unique"]
 
 
 def sorted_unique(a: np.ndarray) -> np.ndarray:
@@ -34,3 +34,23 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
         np.not_equal(s[1:], s[:-1], out=keep[1:])
         s = s[keep]
     return s
+
+
+def concat_ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(starts[i], starts[i] + lengths[i])`` over ``i``, without a Python loop.
+
+    Parameters
+    ----------
+    starts, lengths
+        ``int64`` arrays of the same length; lengths are not negative.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64``, ``lengths.sum()`` long.
+    """
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if ends.size else 0
+    pos = np.repeat(starts - ends + lengths, lengths)
+    pos += np.arange(total, dtype=np.int64)
+    return pos

@@ -102,3 +102,32 @@ def test_chains_of_a_random_functional_graph_with_cycles() -> None:
     assert got[0].tolist() == want[0]
     assert got[2].tolist() == want[2]
     assert max(want[0]) == MAX_CHAIN and min(want[0]) == 0
+
+
+def test_node_chain_needs_follow_the_token_suffixes() -> None:
+    """Per trie node, the chain of each kind that allows every token suffix below it (tokens enumerated)."""
+    from tokensieve.compile.char_chains import NEVER, NOT_OF_KIND, node_chain_needs, token_needs
+    from tokensieve.vocab.trie import TokenTrie
+
+    rng = np.random.default_rng(3)
+    pieces = [b"a", b"z", b" ", b"\t", b'"', "é".encode(), "€".encode(), "😀".encode(), b"\x80", b"\xe2\x82"]
+    vocab = sorted({b"".join(rng.choice(pieces, size=int(rng.integers(1, 30)))) for _ in range(600)})
+    trie = TokenTrie(vocab)
+    got = node_chain_needs(trie)
+    parent, byte = trie.node_parent, trie.node_byte
+    for node in range(trie.num_nodes):
+        path: list[int] = []
+        walk = node
+        while walk > 0:
+            path.append(int(byte[walk]))
+            walk = int(parent[walk])
+        prefix = bytes(reversed(path))
+        below = [t[len(prefix) :] for t in vocab if t.startswith(prefix)]
+        for kind in range(3):
+            need = max(token_needs(suffix)[kind] for suffix in below)
+            want = NEVER if need == NOT_OF_KIND or need > MAX_CHAIN else need
+            if kind == 1 and node and not got[1][node] == want:
+                # the character kind also needs the path to end on a character boundary
+                assert got[1][node] == NEVER and prefix.decode("utf-8", "ignore").encode() != prefix
+                continue
+            assert got[kind][node] == want, (prefix, kind)

@@ -58,10 +58,17 @@ SCHEMAS = [
 ]
 
 
-@pytest.fixture(autouse=True, params=["numpy", "python", "mixed"])
+@pytest.fixture(autouse=True, params=["numpy", "python", "mixed", "no-jumps"])
 def walk_tail(request, monkeypatch) -> None:
-    """Where a walk goes on in plain Python: never, from its first level, or past a few levels."""
-    if request.param == "numpy":
+    """Where a walk goes on in plain Python: never, from its first level, or past a few levels.
+
+    With ``no-jumps`` the walks of wide-class states start at the root (as in
+    ``numpy`` otherwise); the other three start them past their class.
+    """
+    if request.param == "no-jumps":
+        monkeypatch.setattr(token_masks.TokenMaskBuilder, "jump_classes", False)
+        monkeypatch.setattr(token_masks, "_TAIL_PAIRS", 0)
+    elif request.param == "numpy":
         monkeypatch.setattr(token_masks, "_TAIL_PAIRS", 0)
     elif request.param == "python":
         monkeypatch.setattr(token_masks, "_TAIL_PAIRS", 1 << 40)

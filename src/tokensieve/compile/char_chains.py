@@ -14,12 +14,12 @@ capped: every string of at most that many plain characters is viable from *q*.
 Bounded whitespace runs (``[ \\t\\n\\r]{0,32}``) are chains too, over the four
 JSON blanks: ``blank_len(q)``.
 
-Per trie node, once per trie: the length of the longest token suffix below it,
-and whether every byte below it is plain ASCII (or plain ASCII and well-formed
-UTF-8 from a character boundary, or a blank). A node whose suffixes are of a
-chain's kind and no longer than the state's chain is allowed whole. A string of
-*n* bytes has at most *n* characters, so byte lengths bound the character counts
-safely.
+Per trie node, once per trie: the length of the longest token suffix below it
+(in characters for the character kind: a multi-byte character is one step,
+taken at its lead byte, complete or not), and whether every byte below it is
+plain ASCII (or plain ASCII and well-formed UTF-8 from a character boundary, or
+a blank). A node whose suffixes are of a chain's kind and no longer than the
+state's chain is allowed whole.
 
 The three kinds are always in this order: plain ASCII, plain characters, blanks.
 """
@@ -31,7 +31,19 @@ import numpy as np
 from ..vocab.trie import TokenTrie
 from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_subtree_ok
 
-__all__ = ["BLANK_BYTES", "PLAIN_BYTES", "MAX_CHAIN", "NEVER", "NOT_OF_KIND", "chain_lengths", "node_chain_needs", "token_needs"]
+__all__ = [
+    "BLANK_BYTES",
+    "CLASS_MIN_BYTES",
+    "MAX_CHAIN",
+    "NEVER",
+    "NOT_OF_KIND",
+    "PLAIN_BYTES",
+    "chain_lengths",
+    "class_chains",
+    "node_chain_needs",
+    "node_suffix_needs",
+    "token_needs",
+]
 
 #: Chains are followed for at most this many steps; deeper subtrees are walked further down.
 MAX_CHAIN = 48
@@ -68,9 +80,10 @@ NOT_OF_KIND = 1 << 30
 def token_needs(data: bytes) -> tuple[int, int, int]:
     """The chain of each kind a state needs for ``data`` to be viable from it.
 
-    ``len(data)`` for each kind ``data`` belongs to (all plain ASCII; plain ASCII
-    and well-formed UTF-8 from a character boundary, possibly ending inside a
-    character; all blanks), :data:`NOT_OF_KIND` for the others.
+    The length of ``data`` for each kind it belongs to (all plain ASCII; plain
+    ASCII and well-formed UTF-8 from a character boundary, possibly ending inside
+    a character, counted in characters; all blanks), :data:`NOT_OF_KIND` for the
+    others.
     """
     n, never = len(data), NOT_OF_KIND
     plain = _PLAIN_LOOKUP
@@ -84,7 +97,7 @@ def token_needs(data: bytes) -> tuple[int, int, int]:
         u = int(UTF8_TABLE[u, b])
         if u < 0:
             return never, never, never
-    return never, n, never
+    return never, sum(1 for b in data if not 0x80 <= b < 0xC0), never
 
 
 _PLAIN_LOOKUP = [False] * 256
@@ -97,30 +110,133 @@ def node_chain_needs(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
     Returns ``int16 (num_nodes,)`` arrays, one per kind: the length of the
     longest token suffix below the node when every byte below it is plain ASCII;
-    plain ASCII or part of well-formed UTF-8 from a character boundary; a blank.
+    in characters (a character not complete at the token's end counts) when every
+    byte is plain ASCII or part of well-formed UTF-8 from a character boundary;
+    when every byte is a blank.
     :data:`NEVER` otherwise or when that suffix is longer than :data:`MAX_CHAIN`.
     The caller keeps the result (one per vocabulary).
     """
-    depth = trie.node_depth.astype(np.int64)
-    # the depth of the deepest node below each node, bottom-up one level at a time
+    suffix = _longest_suffixes(trie)
+    # characters: a multi-byte character is one step of the chain, taken at its lead byte
+    starts = trie.node_byte < 0x80
+    starts |= trie.node_byte >= 0xC0
+    chars = _longest_suffixes(trie, starts)
+    sub = trie.subtree_bytes
+    ascii_plain = ~((sub & _NOT_PLAIN).any(axis=1))
+    utf8_plain = ~((sub & _NOT_PLAIN_OR_HIGH).any(axis=1)) & utf8_subtree_ok(trie)
+    blank = ~((sub & _NOT_BLANK).any(axis=1))
+    needs = tuple(
+        np.where(kind & (length <= MAX_CHAIN), length, NEVER).astype(np.int16)
+        for kind, length in ((ascii_plain, suffix), (utf8_plain, chars), (blank, suffix))
+    )
+    for need in needs:
+        need.setflags(write=False)
+    return needs  # type: ignore[return-value]
+
+
+def node_suffix_needs(trie: TokenTrie) -> np.ndarray:
+    """Per node of ``trie``, the class chain a state needs for the whole subtree to be allowed.
+
+    ``int16 (num_nodes,)``: the length of the longest token suffix below the node,
+    :data:`NEVER` when it is longer than :data:`MAX_CHAIN` (see :func:`class_chains`;
+    which bytes occur below a node is ``trie.subtree_bytes``).
+    """
+    suffix = _longest_suffixes(trie)
+    need = np.where(suffix <= MAX_CHAIN, suffix, NEVER).astype(np.int16)
+    need.setflags(write=False)
+    return need
+
+
+def _longest_suffixes(trie: TokenTrie, counted: np.ndarray | None = None) -> np.ndarray:
+    """Per node, the length of the longest token suffix below it (bottom-up, one level at a time).
+
+    With ``counted`` (``bool`` per node), only the bytes of the counted nodes count.
+    """
+    if counted is None:
+        depth = trie.node_depth.astype(np.int64)
+    else:  # counted ancestors (the node included): a subtree is an id range
+        n = trie.num_nodes
+        ids = np.flatnonzero(counted[1:]) + 1
+        ends = trie.subtree_end.astype(np.int64)[ids]
+        depth = np.cumsum(np.bincount(ids, minlength=n + 1)[:n] - np.bincount(ends, minlength=n + 1)[:n])
     deepest = depth.copy()
     parent = trie.node_parent.astype(np.int64)
     for d in range(trie.max_depth, 0, -1):
         nodes = trie.nodes_at_depth(d).astype(np.int64)
         if nodes.size:
             np.maximum.at(deepest, parent[nodes], deepest[nodes])
-    suffix = deepest - depth
-    sub = trie.subtree_bytes
-    ascii_plain = ~((sub & _NOT_PLAIN).any(axis=1))
-    utf8_plain = ~((sub & _NOT_PLAIN_OR_HIGH).any(axis=1)) & utf8_subtree_ok(trie)
-    short = suffix <= MAX_CHAIN
-    blank = ~((sub & _NOT_BLANK).any(axis=1))
-    needs = tuple(
-        np.where(kind & short, suffix, NEVER).astype(np.int16) for kind in (ascii_plain, utf8_plain, blank)
-    )
-    for need in needs:
-        need.setflags(write=False)
-    return needs  # type: ignore[return-value]
+    return deepest - depth
+
+
+#: the bytes whose targets are tried as a state's class-chain step (a letter and a digit:
+#: the classes with the most tokens)
+_CLASS_PROBES = (ord("e"), ord("0"))
+#: a class chain steps on at least this many bytes (below that the walk is cheap anyway)
+CLASS_MIN_BYTES = 4
+
+
+def class_chains(table: np.ndarray, loops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per state, a byte class and how many bytes of it in a row are viable from the state.
+
+    Inside a counted run of a character class (``[a-z0-9]{3,32}``, an e-mail
+    address of at most 254 characters) no state loops: every byte of the class
+    moves the automaton one state along (``q -> next(q)``), like the plain
+    strings of :func:`chain_lengths` but over any class. A non-looping state's
+    class is the set of bytes leading to the target of ``e`` or of ``0`` (the
+    bigger of the two); a looping state's class is the bytes it loops on. Then
+    ``length[q] = 1 + length[next(q)]`` while the class of ``next(q)`` contains
+    the class of ``q`` (a looping state counts as an endless chain): every string
+    of at most ``length[q]`` bytes of the class is viable from ``q``.
+
+    Parameters
+    ----------
+    table
+        ``int32 (S, 256)`` transition table, -1 for no transition.
+    loops
+        ``uint64 (S, 4)``: the bytes each state loops on.
+
+    Returns
+    -------
+    (classes, length, nxt)
+        ``uint64 (S, 4)`` byte sets, ``int16 (S,)`` lengths, capped at
+        :data:`MAX_CHAIN` (0 for a state without a class of at least
+        :data:`CLASS_MIN_BYTES` bytes), and ``int64 (S,)`` the state every byte
+        of the class leads to (the state itself for a looping one; -1 without a class).
+    """
+    s = table.shape[0]
+    looping = loops.any(axis=1)
+    rows = np.arange(s, dtype=np.int64)
+    best = np.empty(s, dtype=np.int64)
+    count = np.empty(s, dtype=np.int64)
+    classes = np.empty((s, 4), dtype=np.uint64)
+    # a block of rows at a time: the byte set of the first probe's target, its size
+    for i in range(0, s, _ROWS):
+        block = table[i : i + _ROWS]
+        target = block[:, _CLASS_PROBES[0]]
+        same = block == target[:, None]
+        count[i : i + _ROWS] = np.where(target >= 0, np.count_nonzero(same, axis=1), 0)
+        classes[i : i + _ROWS] = np.packbits(same, axis=1, bitorder="little").view(np.uint64)
+        best[i : i + _ROWS] = target
+    # the second probe, where it leads elsewhere to more bytes
+    other = table[:, _CLASS_PROBES[1]].astype(np.int64)
+    differ = np.flatnonzero((other >= 0) & (other != best) & (other != rows))
+    if differ.size:
+        same = table[differ] == other[differ][:, None]
+        more = np.count_nonzero(same, axis=1) > count[differ]
+        won = differ[more]
+        best[won] = other[won]
+        count[won] = np.count_nonzero(same[more], axis=1)
+        classes[won] = np.packbits(same[more], axis=1, bitorder="little").view(np.uint64)
+    ok = (count >= CLASS_MIN_BYTES) & (best >= 0) & (best != rows) & ~looping
+    classes[~ok] = 0
+    classes[looping] = loops[looping]
+    nxt = np.where(looping, rows, np.where(ok, best, -1))
+    chained = ok | looping
+    # the chain goes on only while the next state's class holds this one's
+    safe = np.maximum(nxt, 0)
+    holds = ~(classes & ~classes.take(safe, axis=0)).any(axis=1)
+    length = _run_lengths(chained, np.where(holds, nxt, s), s)
+    return classes, length, nxt
 
 
 def _continuation_targets(table: np.ndarray, states: np.ndarray) -> dict[tuple[int, int], np.ndarray]:

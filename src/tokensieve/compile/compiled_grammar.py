@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._arrays import concat_ranges as _ranges
 from .._arrays import sorted_unique
 from ..bitmask import copy_friendly
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, mask_representatives
-from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, _ranges
+from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:

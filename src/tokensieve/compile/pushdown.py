@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._arrays import concat_ranges as _ranges
 from .._arrays import sorted_unique
 from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .shared_masks import mask_representatives
-from .token_masks import AutomatonView, FrontierTooLarge, _ranges
+from .token_masks import AutomatonView, FrontierTooLarge
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:

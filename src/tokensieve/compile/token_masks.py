@@ -49,14 +49,18 @@ plain Python (no shortcuts: the same tokens).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._arrays import concat_ranges as _ranges
 from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
-from .char_chains import chain_lengths, node_chain_needs
+from .char_chains import chain_lengths, class_chains, node_chain_needs, node_suffix_needs
+from .class_jumps import ClassJump, ClassRegion
 from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 
 if TYPE_CHECKING:
@@ -84,10 +88,17 @@ _HUB_MIN_CHILDREN = 4
 PERMISSIVE_LOOP_BYTES = 16
 #: ... and so does one with at least this many outgoing bytes
 PERMISSIVE_OUT_BYTES = 128
+#: a state whose class (loop bytes or chain class) has at least this many bytes starts its walk
+#: past the class (see :mod:`.class_jumps`), as deep as its chain goes (a loop: to the end)
+JUMP_MIN_BYTES = 16
 #: a walk whose frontier is at most this many pairs ...
 _TAIL_PAIRS = 64
 #: ... with at most this many trie nodes below them in all goes on in plain Python
 _TAIL_NODES = 512
+#: byte classes whose trie regions are kept per vocabulary (about 1.5 MB each for 131k tokens) ...
+_MAX_REGIONS = 16
+#: ... and class jumps (a packed row and the escape nodes: tens to hundreds of kilobytes each)
+_MAX_JUMPS = 256
 #: a mask with more tokens than ``num_tokens // _DENSE_FRACTION`` is built dense
 _DENSE_FRACTION = 16
 #: bit lists at least this long are or-ed in by a ``bincount`` (see :func:`or_distinct_bits`)
@@ -119,15 +130,6 @@ def loop_bytesets(transitions: np.ndarray) -> np.ndarray:
     loops = transitions == np.arange(s, dtype=transitions.dtype)[:, None]
     packed = np.packbits(loops, axis=1, bitorder="little")  # (S, 32) uint8
     return np.ascontiguousarray(packed).view(np.uint64).reshape(s, 4)
-
-
-def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[i], starts[i] + lengths[i])`` over ``i``."""
-    ends = np.cumsum(lengths)
-    total = int(ends[-1]) if ends.size else 0
-    pos = np.repeat(starts - ends + lengths, lengths)
-    pos += np.arange(total, dtype=np.int64)
-    return pos
 
 
 def or_distinct_bits(out: np.ndarray, words: np.ndarray, bits: np.ndarray) -> None:
@@ -219,6 +221,7 @@ class AutomatonView:
         if self.has_loops:
             lb = self.out_byte[on_loop]
             np.bitwise_or.at(self.loops, (src[on_loop], lb >> 6), _ONE << (lb & 63).astype(np.uint64))
+        raw_loops = self.loops.copy()
         loop_bytes = np.bitwise_count(self.loops).sum(axis=1)
         self.has_loop = loop_bytes > 0
         self.permissive = (loop_bytes >= PERMISSIVE_LOOP_BYTES) | (self.outdeg >= PERMISSIVE_OUT_BYTES)
@@ -238,6 +241,27 @@ class AutomatonView:
                 self.loops[self.utf8] |= HIGH_BYTES
         self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops
+        # subtree closure: by the loop bytes of a looping state, by its class chain for the others
+        self.closes = self.has_loop
+        self.not_closing = self.not_loop
+        self.close_len: np.ndarray | None = None
+        # class jumps (see :mod:`.class_jumps`): per state, the depth its class is jumped to (0: none)
+        self.jump_depth = np.zeros(s, dtype=np.int16)
+        self.jump_class = np.zeros((0, 4), dtype=np.uint64)
+        self.chain_next = np.zeros(0, dtype=np.int64)
+        if self.trans is not None and s:
+            classes, length, self.chain_next = class_chains(self.trans.reshape(s, 256), raw_loops)
+            chain = (length > 0) & ~self.has_loop
+            if chain.any():
+                self.closes = self.has_loop | chain
+                self.not_closing = self.not_loop.copy()
+                self.not_closing[chain] = ~classes[chain]
+                self.close_len = np.where(self.has_loop, np.iinfo(np.int16).max, length).astype(np.int16)
+            wide = np.bitwise_count(classes).sum(axis=1) >= JUMP_MIN_BYTES
+            self.jump_depth[wide & self.has_loop] = np.iinfo(np.int16).max
+            self.jump_depth[wide & chain] = length[wide & chain]
+            self.jump_class = classes
+        self.has_closures = bool(self.closes.any())
         self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: whether every walk uses the chains (otherwise only walks from a permissive state)
         self.chains_everywhere = False
@@ -381,6 +405,10 @@ class TokenMaskBuilder:
         Tokens allowed exactly in accepting states.
     """
 
+    #: whether :meth:`compute` starts the walks of wide-class states past their class (see
+    #: :mod:`.class_jumps`); the masks are the same either way
+    jump_classes = True
+
     def __init__(self, trie: TokenTrie, vocab_size: int, stop_token_ids: Sequence[int]) -> None:
         self.trie = trie
         self.vocab_size = int(vocab_size)
@@ -430,6 +458,11 @@ class TokenMaskBuilder:
         self.utf8_ok = utf8_subtree_ok(trie)
         #: per trie node, the plain ASCII, plain character and blank chains that allow its subtree whole
         self.chain_needs = node_chain_needs(trie)
+        #: per trie node, the class chain that allows its subtree whole (the bytes below it permitting)
+        self.suffix_need = node_suffix_needs(trie)
+        self._regions: OrderedDict[bytes, ClassRegion] = OrderedDict()
+        self._jumps: OrderedDict[tuple[bytes, int], ClassJump] = OrderedDict()
+        self._jump_lock = threading.Lock()
         #: the tokens longer than the sharing depth (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
         self.long_tokens: LongTokens | None = None
 
@@ -449,6 +482,7 @@ class TokenMaskBuilder:
                 self._nodes_below,
                 self.utf8_ok,
                 *self.chain_needs,
+                self.suffix_need,
             )
         )
         return int(own + self.trie.nbytes)
@@ -479,23 +513,97 @@ class TokenMaskBuilder:
             allowed in ``states[owner[i]]``. The slices of one state are
             disjoint; they come in no particular order.
         """
-        a = automaton
-        origins = np.asarray(states, dtype=np.int64)
+        own, lo, hi, _ = self._walk_origins(automaton, np.asarray(states, dtype=np.int64), max_frontier, False)
+        return own, lo, hi
+
+    def _walk_origins(
+        self, a: AutomatonView, origins: np.ndarray, max_frontier: int | None, jump: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, ClassJump]]:
+        """:meth:`walk_ranges`, and with ``jump`` the states with a wide class start past it.
+
+        The last value maps the index of each such state to its :class:`ClassJump`,
+        whose ``allowed`` tokens are not among the slices.
+        """
         k = origins.size
+        jumps: dict[int, ClassJump] = {}
         if k == 0:
-            return _EMPTY, _EMPTY, _EMPTY
+            return _EMPTY, _EMPTY, _EMPTY, jumps
         single = k == 1
-        # depth 1, from the automaton side (the root has a child for nearly every byte)
-        deg = a.outdeg[origins]
-        pos = _ranges(a.out_start[origins], deg)
-        node = self._root_table[a.out_byte[pos]]
-        state = a.out_next[pos]
-        ok = node >= 0
-        node, state = node[ok], state[ok]
-        owner = _EMPTY if single else np.repeat(np.arange(k, dtype=np.int64), deg)[ok]
+        parts_node: list[np.ndarray] = []
+        parts_state: list[np.ndarray] = []
+        parts_owner: list[np.ndarray] = []
+        roots, root_index = origins, None
+        if jump and a.trans is not None:
+            depth = a.jump_depth.take(origins)
+            if np.count_nonzero(depth):
+                for i in np.flatnonzero(depth).tolist():
+                    q = int(origins[i])
+                    cj = jumps[i] = self.class_jump(a.jump_class[q], int(depth[i]))
+                    node, state = self._escape_pairs(a, q, cj)
+                    parts_node.append(node)
+                    parts_state.append(state)
+                    parts_owner.append(np.full(node.size, i, dtype=np.int64))
+                root_index = np.flatnonzero(depth == 0)
+                roots = origins.take(root_index)
+        if roots.size:
+            # depth 1, from the automaton side (the root has a child for nearly every byte)
+            deg = a.outdeg.take(roots)
+            pos = _ranges(a.out_start.take(roots), deg)
+            node = self._root_table.take(a.out_byte.take(pos))
+            ok = node >= 0
+            parts_node.append(node[ok])
+            parts_state.append(a.out_next.take(pos)[ok])
+            index = np.arange(k, dtype=np.int64) if root_index is None else root_index
+            parts_owner.append(np.repeat(index, deg)[ok])
+        if len(parts_node) == 1:
+            node, state, owner = parts_node[0], parts_state[0], parts_owner[0]
+        else:
+            node, state, owner = (np.concatenate(p) for p in (parts_node, parts_state, parts_owner))
+        if single:
+            owner = _EMPTY
         budget = max_frontier if (max_frontier is not None and not single) else -1
         own, lo, hi, _ = self._walk_frontier(a, origins, node, state, owner, single, budget, None, False)
-        return own, lo, hi
+        return own, lo, hi, jumps
+
+    def _escape_pairs(self, a: AutomatonView, q: int, cj: ClassJump) -> tuple[np.ndarray, np.ndarray]:
+        """The (escape node, state) pairs a walk of ``q`` starts from (see :mod:`.class_jumps`)."""
+        assert a.trans is not None
+        if a.has_loop[q]:
+            state = a.trans.take((q << 8) | cj.byte.astype(np.int64))
+        else:  # the chain's states, after 0, 1, ... class bytes
+            nxt = a.chain_next
+            chain = [q]
+            for _ in range(int(cj.prefix.max(initial=0))):
+                chain.append(int(nxt[chain[-1]]))
+            before = np.array(chain, dtype=np.int64).take(cj.prefix) << 8
+            state = a.trans.take(before | cj.byte)
+        ok = state >= 0
+        return cj.node[ok].astype(np.int64), state[ok].astype(np.int64, copy=False)
+
+    def class_jump(self, classes: np.ndarray, depth: int) -> ClassJump:
+        """The :class:`ClassJump` of a byte class followed ``depth`` bytes deep (memoised per vocabulary)."""
+        depth = min(depth, self.trie.max_depth)
+        cls = classes.tobytes()
+        key = (cls, depth)
+        with self._jump_lock:
+            hit = self._jumps.get(key)
+            if hit is not None:
+                self._jumps.move_to_end(key)
+                return hit
+            region = self._regions.get(cls)
+            if region is not None:
+                self._regions.move_to_end(cls)
+        if region is None:
+            region = ClassRegion(self.trie, self.num_words, classes)
+        made = region.jump(depth)
+        with self._jump_lock:
+            self._regions[cls] = region
+            while len(self._regions) > _MAX_REGIONS:
+                self._regions.popitem(last=False)
+            self._jumps[key] = made
+            while len(self._jumps) > _MAX_JUMPS:
+                self._jumps.popitem(last=False)
+        return made
 
     def walk_pairs(
         self,
@@ -563,8 +671,9 @@ class TokenMaskBuilder:
         outdeg = a.outdeg
         sparse = a.trans is None
         trans = a.trans if a.trans is not None else _EMPTY
-        has_loop, not_loop = a.has_loop, a.not_loop
-        check_loops = a.has_loops
+        closes, not_closing, close_len = a.closes, a.not_closing, a.close_len
+        check_closures = a.has_closures
+        suffix_need = self.suffix_need
         has_utf8, utf8 = a.has_utf8, a.utf8
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
         # counted strings and blank runs: chains (only for walks from states with costly walks)
@@ -614,24 +723,28 @@ class TokenMaskBuilder:
                     cc = np.flatnonzero(closed)
                     end[cc] = token_hi.take(node.take(cc))
                     cnt[cc] = 0
-            if check_loops:
-                # subtree closure: every byte below the node loops on its state
-                cand = has_loop.take(state)
+            if check_closures:
+                # subtree closure: every byte below the node loops on its state, or is of
+                # its class chain and no deeper than the chain is long
+                cand = closes.take(state)
                 cand &= cnt > 0
                 if np.count_nonzero(cand):
                     ci = np.flatnonzero(cand)
                     cn = node.take(ci)
+                    cq = state.take(ci)
                     out = sub_bytes.take(cn, axis=0)
-                    out &= not_loop.take(state.take(ci), axis=0)
+                    out &= not_closing.take(cq, axis=0)
                     any_out = out[:, 0] | out[:, 1]
                     any_out |= out[:, 2]
                     any_out |= out[:, 3]
                     closed = any_out == 0
+                    if close_len is not None:
+                        closed &= suffix_need.take(cn) <= close_len.take(cq)
                     if has_utf8:
                         # a high byte below the node: only whole characters, from a character boundary
                         high = sub_bytes.take(cn, axis=0)
                         high = (high[:, 2] | high[:, 3]) != 0
-                        closed &= ~(high & utf8.take(state.take(ci)) & ~utf8_ok.take(cn))
+                        closed &= ~(high & utf8.take(cq) & ~utf8_ok.take(cn))
                     if np.count_nonzero(closed):
                         cc = ci[closed]
                         end[cc] = token_hi.take(cn[closed])
@@ -796,7 +909,7 @@ class TokenMaskBuilder:
         if k == 0:
             none = np.zeros(1, dtype=np.int64)
             return MaskBatch(origins, accepting, none, _EMPTY, _EMPTY, {}, self)
-        own, lo, hi = self.walk_ranges(automaton, origins, max_frontier)
+        own, lo, hi, jumps = self._walk_origins(automaton, origins, max_frontier, self.jump_classes)
         length = hi - lo
         if k > 1:
             counts = np.bincount(own, weights=length, minlength=k).astype(np.int64)
@@ -809,13 +922,19 @@ class TokenMaskBuilder:
         pos = _ranges(lo, length)
         dense: dict[int, np.ndarray] = {}
         is_dense = counts * _DENSE_FRACTION > self._num_tokens
+        if jumps:
+            is_dense[list(jumps)] = True  # their class tokens come as a boolean row
         if is_dense.any():
             for i in np.flatnonzero(is_dense).tolist():
                 allowed = np.zeros(self.num_words * 32, dtype=bool)
                 allowed[self._sorted_tokens.take(pos[starts[i] : starts[i + 1]])] = True
                 if accepting[i]:
                     allowed[self.stop_token_ids] = True
-                dense[i] = np.packbits(allowed, bitorder="little").view(np.int32)
+                row = np.packbits(allowed, bitorder="little").view(np.int32)
+                cj = jumps.get(i)
+                if cj is not None:
+                    row |= cj.allowed
+                dense[i] = row
             pos = pos[~np.repeat(is_dense, counts)]
             counts[is_dense] = 0
             np.cumsum(counts, out=starts[1:])
