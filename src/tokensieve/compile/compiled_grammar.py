@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._arrays import concat_ranges as _ranges
 from .._arrays import sorted_unique
 from ..bitmask import copy_friendly
 from ..limits import Limits
@@ -29,8 +28,9 @@ _FORMAT_VERSION = 1
 _PREFETCH_DEPTH = 16
 #: ... up to this many states in all ...
 _PREFETCH_STATES = 64
-#: ... of which at most this many permissive ones
+#: ... of which at most this many permissive ones; the search looks at most at this many states
 _PREFETCH_PERMISSIVE = 8
+_PREFETCH_VISITS = 4096
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
 #: a walk of several states holds at most this many (trie node, state) pairs; a
@@ -104,6 +104,7 @@ class CompiledGrammar:
         self._reps: np.ndarray | None = None
         self._reps_done = num_states <= _SHARE_MIN_STATES or self._transitions is None
         self._rows: dict[int, list[int]] = {}
+        self._successors: dict[int, list[int]] = {}  # distinct successors, for the prefetch
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------- properties
@@ -304,47 +305,56 @@ class CompiledGrammar:
                     self._known[np.fromiter(self._masks, dtype=np.int64)] = True
 
     def _neighbourhood(self, state: int) -> np.ndarray:
-        """``state`` and the not yet computed states reachable from it, breadth-first, bounded."""
+        """``state`` and the not yet computed states reachable from it, breadth-first, bounded.
+
+        In plain Python over each state's distinct successors (a few for most
+        states, memoised): a numpy level would cost more than the handful of
+        states it holds. At most ``_PREFETCH_VISITS`` states are looked at.
+        """
         view = self.automaton
-        permissive = view.permissive
-        seen = np.zeros(view.num_states, dtype=bool)
-        seen[state] = True
-        order = [np.array([state], dtype=np.int64)]
-        count = 1
+        permissive, known, successors = view.permissive, self._known, self._successors
+        out = [state]
+        seen = {state}
         loose = int(permissive[state])
-        frontier = order[0]
+        frontier = [state]
+        visits = 0
         for _ in range(_PREFETCH_DEPTH):
-            nxt = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
-            nxt = nxt[~seen[nxt]]
-            if not nxt.size:
+            nxt = []
+            for q in frontier:
+                after = successors.get(q)
+                if after is None:
+                    lo, hi = int(view.out_start[q]), int(view.out_start[q + 1])
+                    after = successors[q] = sorted(set(view.out_next[lo:hi].tolist()))
+                for r in after:
+                    if r not in seen:
+                        seen.add(r)
+                        nxt.append(r)
+            if not nxt:
                 break
-            nxt = sorted_unique(nxt)
-            seen[nxt] = True
+            nxt.sort()
             frontier = nxt
-            fresh = nxt[~self._known[nxt]]
-            if not fresh.size:
-                continue
-            room_loose = _PREFETCH_PERMISSIVE - loose
-            is_loose = permissive[fresh]
-            if int(is_loose.sum()) > room_loose:
-                keep = ~is_loose | (np.cumsum(is_loose) <= room_loose)
-                fresh = fresh[keep]
-                is_loose = is_loose[keep]
-            fresh = fresh[: _PREFETCH_STATES - count]
-            order.append(fresh)
-            count += fresh.size
-            loose += int(is_loose[: fresh.size].sum())
-            if count >= _PREFETCH_STATES:
+            for r in nxt:
+                if known[r]:
+                    continue
+                if permissive[r]:
+                    if loose >= _PREFETCH_PERMISSIVE:
+                        continue
+                    loose += 1
+                out.append(r)
+                if len(out) >= _PREFETCH_STATES:
+                    break
+            visits += len(nxt)
+            if len(out) >= _PREFETCH_STATES or visits >= _PREFETCH_VISITS:
                 break
-        out = np.concatenate(order)
+        ids = np.array(out, dtype=np.int64)
         reps = self._reps
-        if reps is not None and out.size > 1:
+        if reps is not None and ids.size > 1:
             # walk one state per class (``state`` is its class's representative)
-            out = reps.take(out)
-            _, first = np.unique(out, return_index=True)
-            out = out.take(np.sort(first))
-            out = out[(out == state) | ~self._known.take(out)]
-        return out
+            ids = reps.take(ids)
+            _, first = np.unique(ids, return_index=True)
+            ids = ids.take(np.sort(first))
+            ids = ids[(ids == state) | ~self._known.take(ids)]
+        return ids
 
     def _store(self, state: int, mask: np.ndarray, counted: bool = True) -> None:
         """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for."""
