@@ -9,6 +9,7 @@ from the token list itself.
 
 from __future__ import annotations
 
+import codecs
 import random
 
 import numpy as np
@@ -115,6 +116,15 @@ def _vocab(seed: int) -> list[bytes]:
     return out
 
 
+def _path(trie: TokenTrie, node: int) -> bytes:
+    """The bytes from the root to ``node``."""
+    out = []
+    while node > 0:
+        out.append(int(trie.node_byte[node]))
+        node = int(trie.node_parent[node])
+    return bytes(reversed(out))
+
+
 @pytest.mark.parametrize("depth", [3, 16, 1000])
 @pytest.mark.parametrize("members", [b"abcxyz019", b"abcxyz019 .-@\xc3\xa9"])
 def test_class_jump_matches_the_tokens(members: bytes, depth: int) -> None:
@@ -136,17 +146,45 @@ def test_class_jump_matches_the_tokens(members: bytes, depth: int) -> None:
             if t[k] not in inside or k == depth:
                 want_escapes.add(t[: k + 1])
                 break
-    parent, byte = trie.node_parent, trie.node_byte
-
-    def path(node: int) -> bytes:
-        out = []
-        while node > 0:
-            out.append(int(byte[node]))
-            node = int(parent[node])
-        return bytes(reversed(out))
-
-    got = [path(n) for n in cj.node.tolist()]
+    got = [_path(trie, n) for n in cj.node.tolist()]
     assert len(got) == len(set(got))
     assert set(got) == want_escapes
     assert [p[-1] for p in got] == cj.byte.tolist()
     assert [len(p) - 1 for p in got] == cj.prefix.tolist()
+
+
+def _utf8_prefix_ok(data: bytes) -> bool:
+    """Whether ``data`` is well-formed UTF-8, possibly ending inside a character (CPython's decoder)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def test_utf8_class_jump_matches_the_tokens() -> None:
+    """With ``utf8``: well-formed characters are of the class, and ill-formed bytes end nowhere."""
+    vocab = _vocab(99) + ["é€😀".encode(), "aé".encode() + b"\x80", b"\xe2\x82a", "€".encode()[:2]]
+    trie = TokenTrie(vocab)
+    members = b"abcxyz019 .-@"
+    bits = np.zeros(4, dtype=np.uint64)
+    for b in members:
+        bits[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    cj = ClassRegion(trie, (len(vocab) + 31) // 32, bits, utf8=True).jump(trie.max_depth)
+
+    def inside(data: bytes) -> bool:
+        return _utf8_prefix_ok(data) and all(b >= 0x80 or b in members for b in data)
+
+    want_allowed = {i for i, t in enumerate(vocab) if inside(t)}
+    allowed = np.unpackbits(cj.allowed.view(np.uint8), bitorder="little")
+    assert set(np.flatnonzero(allowed).tolist()) == want_allowed
+    # escapes: an inside prefix at a character boundary, then an ASCII byte out of the class
+    want_escapes = set()
+    for t in vocab:
+        for k in range(len(t)):
+            if not inside(t[: k + 1]):
+                if t[k] < 0x80 and _utf8_prefix_ok(t[:k]) and t[:k].decode("utf-8", "ignore").encode() == t[:k]:
+                    want_escapes.add(t[: k + 1])
+                break
+    assert {_path(trie, n) for n in cj.node.tolist()} == want_escapes
+    assert any(t[0] >= 0x80 for t in (vocab[i] for i in want_allowed) if t)

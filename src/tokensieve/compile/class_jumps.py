@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..vocab.trie import TokenTrie
+from .utf8_closure import utf8_node_states
 
 __all__ = ["ClassJump", "ClassRegion", "class_bytes"]
 
@@ -74,13 +75,22 @@ class ClassRegion:
         Length of the packed ``allowed`` rows (32 tokens a word).
     classes
         ``uint64 (4,)``: the class's bytes.
+    utf8
+        Also every well-formed multi-byte character is of the class, and a byte
+        that breaks UTF-8 leads nowhere: the region of a state that takes every
+        character back to itself and refuses ill-formed bytes (inside a free JSON
+        string, see :mod:`.utf8_closure`). Only for a loop (``depth`` unbounded).
     """
 
-    def __init__(self, trie: TokenTrie, words: int, classes: np.ndarray) -> None:
+    def __init__(self, trie: TokenTrie, words: int, classes: np.ndarray, utf8: bool = False) -> None:
         self.trie = trie
         self.words = words
         n = trie.num_nodes
         bad = ~class_bytes(classes)[trie.node_byte]
+        if utf8:
+            states = utf8_node_states(trie)
+            bad &= trie.node_byte < 0x80  # a high byte in a well-formed character is of the class
+            bad |= states < 0
         bad[0] = False  # the root
         # a node is inside when neither it nor an ancestor is out of the class; a subtree is an id range
         ids = np.flatnonzero(bad)
@@ -88,6 +98,8 @@ class ClassRegion:
         cover = np.bincount(ids, minlength=n + 1)[: n + 1] - np.bincount(ends, minlength=n + 1)[: n + 1]
         self.inside = np.cumsum(cover[:n]) == 0
         self.escape = ids[self.inside[trie.node_parent[ids]]]
+        if utf8:  # the ill-formed ones are refused: no escape there
+            self.escape = self.escape[states[self.escape] >= 0]
         self.escape_depth = trie.node_depth[self.escape]
         # per token id: its length if it is made of class bytes, past any depth otherwise
         self.token_length = np.full(words * 32, np.iinfo(np.int32).max, dtype=np.int32)

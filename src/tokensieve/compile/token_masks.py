@@ -538,7 +538,7 @@ class TokenMaskBuilder:
             if np.count_nonzero(depth):
                 for i in np.flatnonzero(depth).tolist():
                     q = int(origins[i])
-                    cj = jumps[i] = self.class_jump(a.jump_class[q], int(depth[i]))
+                    cj = jumps[i] = self.class_jump(a.jump_class[q], int(depth[i]), bool(a.utf8[q]))
                     node, state = self._escape_pairs(a, q, cj)
                     parts_node.append(node)
                     parts_state.append(state)
@@ -580,10 +580,14 @@ class TokenMaskBuilder:
         ok = state >= 0
         return cj.node[ok].astype(np.int64), state[ok].astype(np.int64, copy=False)
 
-    def class_jump(self, classes: np.ndarray, depth: int) -> ClassJump:
-        """The :class:`ClassJump` of a byte class followed ``depth`` bytes deep (memoised per vocabulary)."""
+    def class_jump(self, classes: np.ndarray, depth: int, utf8: bool = False) -> ClassJump:
+        """The :class:`ClassJump` of a byte class followed ``depth`` bytes deep (memoised per vocabulary).
+
+        ``utf8``: the class of a state that takes every character back to itself
+        (see :class:`~tokensieve.compile.class_jumps.ClassRegion`).
+        """
         depth = min(depth, self.trie.max_depth)
-        cls = classes.tobytes()
+        cls = classes.tobytes() + (b"utf8" if utf8 else b"")
         key = (cls, depth)
         with self._jump_lock:
             hit = self._jumps.get(key)
@@ -594,7 +598,7 @@ class TokenMaskBuilder:
             if region is not None:
                 self._regions.move_to_end(cls)
         if region is None:
-            region = ClassRegion(self.trie, self.num_words, classes)
+            region = ClassRegion(self.trie, self.num_words, classes, utf8)
         made = region.jump(depth)
         with self._jump_lock:
             self._regions[cls] = region

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..vocab.trie import TokenTrie
 
-__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "is_utf8_closed"]
+__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "utf8_node_states", "is_utf8_closed"]
 
 
 def _canonical_table() -> np.ndarray:
@@ -62,6 +62,7 @@ UTF8_TABLE = _canonical_table()
 HIGH_BYTES = np.array([0, 0, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64)
 
 _SUBTREE_OK: dict[int, tuple[TokenTrie, np.ndarray]] = {}
+_NODE_STATES: dict[int, tuple[TokenTrie, np.ndarray]] = {}
 
 
 def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
@@ -81,6 +82,29 @@ def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
     if hit is not None and hit[0] is trie:
         return hit[1]
     n = trie.num_nodes
+    state = utf8_node_states(trie)
+    bad = np.concatenate([[0], np.cumsum(state < 0)])
+    end = trie.subtree_end.astype(np.int64)
+    ok_all = (bad[end] - bad[np.arange(n)]) == 0
+    result = ok_all & (state == 0)
+    result.setflags(write=False)
+    if len(_SUBTREE_OK) > 8:
+        _SUBTREE_OK.clear()
+    _SUBTREE_OK[id(trie)] = (trie, result)
+    return result
+
+
+def utf8_node_states(trie: TokenTrie) -> np.ndarray:
+    """Per trie node, the state of the canonical UTF-8 automaton after the node's path.
+
+    ``int8 (num_nodes,)``: 0 on a character boundary, 1 to 7 inside a character
+    (see :data:`UTF8_TABLE`), -1 once the path is not well-formed. Computed once
+    per trie and kept.
+    """
+    hit = _NODE_STATES.get(id(trie))
+    if hit is not None and hit[0] is trie:
+        return hit[1]
+    n = trie.num_nodes
     state = np.full(n, -1, dtype=np.int8)
     state[0] = 0
     parent = trie.node_parent.astype(np.int64)
@@ -94,15 +118,11 @@ def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
         nxt = np.full(nodes.size, -1, dtype=np.int8)
         nxt[ok] = UTF8_TABLE[ps[ok], byte[nodes[ok]]]
         state[nodes] = nxt
-    bad = np.concatenate([[0], np.cumsum(state < 0)])
-    end = trie.subtree_end.astype(np.int64)
-    ok_all = (bad[end] - bad[np.arange(n)]) == 0
-    result = ok_all & (state == 0)
-    result.setflags(write=False)
-    if len(_SUBTREE_OK) > 8:
-        _SUBTREE_OK.clear()
-    _SUBTREE_OK[id(trie)] = (trie, result)
-    return result
+    state.setflags(write=False)
+    if len(_NODE_STATES) > 8:
+        _NODE_STATES.clear()
+    _NODE_STATES[id(trie)] = (trie, state)
+    return state
 
 
 def is_utf8_closed(state: int, row: Callable[[int], np.ndarray]) -> bool:
