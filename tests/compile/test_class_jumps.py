@@ -188,3 +188,23 @@ def test_utf8_class_jump_matches_the_tokens() -> None:
                 break
     assert {_path(trie, n) for n in cj.node.tolist()} == want_escapes
     assert any(t[0] >= 0x80 for t in (vocab[i] for i in want_allowed) if t)
+
+
+def test_cached_class_jumps_count_in_the_builders_memory() -> None:
+    from tokensieve import GrammarCompiler
+    from tokensieve.compile.vocab_cache import mask_builder_for
+    from tokensieve.vocab import TokenizerInfo
+
+    vocab = [b"", *_vocab(7)]
+    info = TokenizerInfo(vocab, stop_token_ids=[0], special_token_ids=[0])
+    builder = mask_builder_for(info)
+
+    def cached() -> int:
+        return sum(j.nbytes for j in builder._jumps.values()) + sum(r.nbytes for r in builder._regions.values())
+
+    before, cached_before = builder.nbytes, cached()
+    grammar = GrammarCompiler(info).compile_regex(r'"[^"\\]*"')
+    state = grammar.step_bytes(grammar.start_state, b'"')
+    grammar.token_mask(state)  # a free string: its walk starts past the class
+    assert cached() > cached_before
+    assert builder.nbytes - before == cached() - cached_before

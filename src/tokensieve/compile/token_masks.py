@@ -468,7 +468,7 @@ class TokenMaskBuilder:
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the per-vocabulary arrays (the trie included)."""
+        """Memory held by the per-vocabulary arrays (the trie and the cached class jumps included)."""
         own = sum(
             a.nbytes
             for a in (
@@ -485,7 +485,9 @@ class TokenMaskBuilder:
                 self.suffix_need,
             )
         )
-        return int(own + self.trie.nbytes)
+        with self._jump_lock:
+            cached = sum(r.nbytes for r in self._regions.values()) + sum(j.nbytes for j in self._jumps.values())
+        return int(own + cached + self.trie.nbytes)
 
     # ------------------------------------------------------------ automata
     def view(self, transitions: np.ndarray, accepting: np.ndarray) -> AutomatonView:
