@@ -154,11 +154,8 @@ def _longest_suffixes(trie: TokenTrie, counted: np.ndarray | None = None) -> np.
     """
     if counted is None:
         depth = trie.node_depth.astype(np.int64)
-    else:  # counted ancestors (the node included): a subtree is an id range
-        n = trie.num_nodes
-        ids = np.flatnonzero(counted[1:]) + 1
-        ends = trie.subtree_end.astype(np.int64)[ids]
-        depth = np.cumsum(np.bincount(ids, minlength=n + 1)[:n] - np.bincount(ends, minlength=n + 1)[:n])
+    else:
+        depth = trie.marked_on_path(counted)
     deepest = depth.copy()
     parent = trie.node_parent.astype(np.int64)
     for d in range(trie.max_depth, 0, -1):

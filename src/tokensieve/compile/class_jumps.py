@@ -8,10 +8,12 @@ made only of class bytes (and not longer than the chain) is allowed, whatever
 the state; only the tokens with another byte depend on the state, and only from
 that byte on.
 
-So, per vocabulary and class, once: the tokens made of class bytes (a boolean
+So, per vocabulary and class, once: the tokens made of class bytes (a packed
 row, the *allowed* set), and the *escape nodes*: the trie nodes whose path is
 class bytes up to their own byte, which is not (or which lie one byte deeper
-than the chain goes). The mask of such a state is the allowed row plus what a
+than the chain goes). For a free string the class also holds every well-formed
+multi-byte character, and a byte that breaks UTF-8 is no escape: the state
+refuses it. The mask of such a state is the allowed row plus what a
 walk finds below the escape nodes, started from the state each escape byte
 leads to; the thousands of trie nodes inside the class are never visited.
 A few thousand escape nodes for a 131k vocabulary, against tens of thousands of
@@ -84,19 +86,14 @@ class ClassRegion:
 
     def __init__(self, trie: TokenTrie, words: int, classes: np.ndarray, utf8: bool = False) -> None:
         self.trie = trie
-        self.words = words
-        n = trie.num_nodes
         bad = ~class_bytes(classes)[trie.node_byte]
         if utf8:
             states = utf8_node_states(trie)
             bad &= trie.node_byte < 0x80  # a high byte in a well-formed character is of the class
             bad |= states < 0
-        bad[0] = False  # the root
-        # a node is inside when neither it nor an ancestor is out of the class; a subtree is an id range
-        ids = np.flatnonzero(bad)
-        ends = trie.subtree_end.astype(np.int64)[ids]
-        cover = np.bincount(ids, minlength=n + 1)[: n + 1] - np.bincount(ends, minlength=n + 1)[: n + 1]
-        self.inside = np.cumsum(cover[:n]) == 0
+        # a node is inside when neither it nor an ancestor (the root aside) is out of the class
+        self.inside = trie.marked_on_path(bad) == 0
+        ids = np.flatnonzero(bad[1:]) + 1
         self.escape = ids[self.inside[trie.node_parent[ids]]]
         if utf8:  # the ill-formed ones are refused: no escape there
             self.escape = self.escape[states[self.escape] >= 0]

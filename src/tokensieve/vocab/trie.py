@@ -183,6 +183,27 @@ class TokenTrie:
             return np.zeros(0, dtype=np.int32)
         return self._level_order[self._level_bounds[depth] : self._level_bounds[depth + 1]]
 
+    def marked_on_path(self, marked: np.ndarray) -> np.ndarray:
+        """Per node, how many nodes of its path are marked (itself included, the root never).
+
+        Parameters
+        ----------
+        marked
+            ``bool (num_nodes,)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``int64 (num_nodes,)``. Nodes are numbered in preorder, so the
+            nodes below a marked node are an id range: one prefix sum counts
+            the marked ancestors of every node at once.
+        """
+        n = self.num_nodes
+        ids = np.flatnonzero(marked[1:]) + 1
+        ends = self.subtree_end.astype(np.int64)[ids]
+        cover = np.bincount(ids, minlength=n + 1)[:n] - np.bincount(ends, minlength=n + 1)[:n]
+        return np.cumsum(cover)
+
     def children(self, node: int) -> np.ndarray:
         """Child node ids of ``node``, in byte order."""
         return self.child_ids[self.child_start[node] : self.child_start[node + 1]]
