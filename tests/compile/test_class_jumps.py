@@ -162,32 +162,63 @@ def _utf8_prefix_ok(data: bytes) -> bool:
     return True
 
 
-def test_utf8_class_jump_matches_the_tokens() -> None:
-    """With ``utf8``: well-formed characters are of the class, and ill-formed bytes end nowhere."""
-    vocab = _vocab(99) + ["é€😀".encode(), "aé".encode() + b"\x80", b"\xe2\x82a", "€".encode()[:2]]
+def _begun(data: bytes) -> int:
+    """How many bytes of a character not yet complete end ``data`` (well-formed so far)."""
+    for back in range(1, min(4, len(data)) + 1):
+        lead = data[-back]
+        if lead < 0x80 or lead >= 0xC0:
+            size = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+            return back if back < size else 0
+    return 0
+
+
+def _steps(data: bytes) -> int:
+    """Characters begun in ``data``: its bytes that are not continuation bytes."""
+    return sum(1 for b in data if not 0x80 <= b < 0xC0)
+
+
+@pytest.mark.parametrize("depth", [1, 3, 1000])
+def test_utf8_class_jump_matches_the_tokens(depth: int) -> None:
+    """With ``utf8``: well-formed characters are of the class, depths count characters, and an
+    escape that breaks a begun character says how many of its bytes came before."""
+    vocab = _vocab(99) + ["é€😀".encode(), "aé".encode() + b"\x80", b"\xe2\x82a", "€".encode()[:2], b"\xf0\x9f\x98b"]
     trie = TokenTrie(vocab)
     members = b"abcxyz019 .-@"
     bits = np.zeros(4, dtype=np.uint64)
     for b in members:
         bits[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-    cj = ClassRegion(trie, (len(vocab) + 31) // 32, bits, utf8=True).jump(trie.max_depth)
+    depth = min(depth, trie.max_depth)
+    cj = ClassRegion(trie, (len(vocab) + 31) // 32, bits, utf8=True).jump(depth)
 
     def inside(data: bytes) -> bool:
         return _utf8_prefix_ok(data) and all(b >= 0x80 or b in members for b in data)
 
-    want_allowed = {i for i, t in enumerate(vocab) if inside(t)}
+    want_allowed = {i for i, t in enumerate(vocab) if inside(t) and _steps(t) <= depth}
     allowed = np.unpackbits(cj.allowed.view(np.uint8), bitorder="little")
     assert set(np.flatnonzero(allowed).tolist()) == want_allowed
-    # escapes: an inside prefix at a character boundary, then an ASCII byte out of the class
-    want_escapes = set()
+    # escapes: an inside prefix of at most ``depth`` characters, then a byte that leaves the class
+    # (out of it, or breaking UTF-8) or begins character ``depth + 1``
+    want = {}
     for t in vocab:
         for k in range(len(t)):
-            if not inside(t[: k + 1]):
-                if t[k] < 0x80 and _utf8_prefix_ok(t[:k]) and t[:k].decode("utf-8", "ignore").encode() == t[:k]:
-                    want_escapes.add(t[: k + 1])
+            head, path = t[:k], t[: k + 1]
+            begun = _begun(head)
+            before = _steps(head) - (begun > 0)
+            if not inside(path):
+                if _steps(head) <= depth:
+                    want[path] = (before, begun)
                 break
-    assert {_path(trie, n) for n in cj.node.tolist()} == want_escapes
+            if not 0x80 <= t[k] < 0xC0 and _steps(path) == depth + 1:
+                want[path] = (depth, 0)
+                break
+    got = {}
+    for i, n in enumerate(cj.node.tolist()):
+        got[_path(trie, n)] = (int(cj.prefix[i]), int(cj.inner[i]))
+        assert cj.byte[i] == _path(trie, n)[-1]
+    assert got == want
+    assert cj.broken.tolist() == np.flatnonzero(cj.inner).tolist()
     assert any(t[0] >= 0x80 for t in (vocab[i] for i in want_allowed) if t)
+    assert any(inner for _, inner in want.values())  # the vocabulary breaks some begun characters
 
 
 def test_cached_class_jumps_count_in_the_builders_memory() -> None:

@@ -190,3 +190,35 @@ def test_blank_chains_are_used() -> None:
     assert blank_len[state] == 38 and ascii_len[state] == 0 and char_len[state] == 0
     spaces = compiled.step_bytes(compiled.start_state, b"[1, ")
     assert blank_len[spaces] == 0
+
+
+def test_counted_string_that_takes_a_broken_character() -> None:
+    """A counted string whose chain also takes ``\\xc3`` then ``x`` (ill-formed UTF-8) then ``b``.
+
+    The automaton is a regex's with transitions added by hand: the class jump of
+    a counted string counts characters, and must walk an escape that breaks a
+    begun character from the state that character began in.
+    """
+    from tokensieve.automata import ByteDFA, regex_to_dfa
+    from tokensieve.compile.compiled_grammar import CompiledGrammar
+
+    base = regex_to_dfa(r'"[^"\\]{0,20}"')
+    table = base.transitions.copy()
+    accepting = base.accepting.copy()
+    extra = []
+    for q in range(table.shape[0]):
+        step, mid = int(table[q, ord("e")]), int(table[q, 0xC3])
+        if step >= 0 and mid >= 0 and step != q:
+            extra.append((mid, step))
+    assert len(extra) >= 16
+    rows = np.full((len(extra), 256), -1, dtype=np.int32)
+    for i, (mid, step) in enumerate(extra):
+        table[mid, ord("x")] = base.num_states + i
+        rows[i, ord("b")] = step
+    dfa = ByteDFA(np.vstack([table, rows]), np.concatenate([accepting, np.zeros(len(extra), dtype=bool)]), 0)
+    vocab = _vocab(3) + [b"ab\xc3xb", b"\xc3xbab", b"a\xc3x", b"x\xc3xb\xc3xbx", b"\xc3xb" * 7, b'ab\xc3xb"']
+    info = TokenizerInfo(vocab, vocab_size=len(vocab), stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+    compiled = CompiledGrammar(info, dfa, kind="regex", source="hand-made")
+    inside = compiled.step_bytes(compiled.start_state, b'"')
+    assert compiled.automaton.jump_utf8[inside]  # the jump counts characters
+    _check_all_states(compiled, info, 3)

@@ -38,6 +38,7 @@ __all__ = [
     "NEVER",
     "NOT_OF_KIND",
     "PLAIN_BYTES",
+    "PLAIN_SET",
     "chain_lengths",
     "class_chains",
     "node_chain_needs",
@@ -65,9 +66,10 @@ def _byte_set(values: np.ndarray) -> np.ndarray:
     return out
 
 
-_PLAIN_SET = _byte_set(PLAIN_BYTES)
-_NOT_PLAIN = ~_PLAIN_SET
-_NOT_PLAIN_OR_HIGH = ~(_PLAIN_SET | HIGH_BYTES)
+#: :data:`PLAIN_BYTES` as a 256-bit set (``uint64 (4,)``).
+PLAIN_SET = _byte_set(PLAIN_BYTES)
+_NOT_PLAIN = ~PLAIN_SET
+_NOT_PLAIN_OR_HIGH = ~(PLAIN_SET | HIGH_BYTES)
 _NOT_BLANK = ~_byte_set(BLANK_BYTES)
 
 #: A need larger than any chain: the subtree is never closed by a chain.

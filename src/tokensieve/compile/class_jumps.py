@@ -11,13 +11,19 @@ that byte on.
 So, per vocabulary and class, once: the tokens made of class bytes (a packed
 row, the *allowed* set), and the *escape nodes*: the trie nodes whose path is
 class bytes up to their own byte, which is not (or which lie one byte deeper
-than the chain goes). For a free string the class also holds every well-formed
-multi-byte character, and a byte that breaks UTF-8 is no escape: the state
-refuses it. The mask of such a state is the allowed row plus what a
+than the chain goes). The mask of such a state is the allowed row plus what a
 walk finds below the escape nodes, started from the state each escape byte
 leads to; the thousands of trie nodes inside the class are never visited.
 A few thousand escape nodes for a 131k vocabulary, against tens of thousands of
 nodes a level-by-level walk visits to close the class's subtrees.
+
+Inside a string the class also holds every well-formed multi-byte character
+(a *UTF-8 region*): a free string takes each one back to its state, and a
+counted string one step along its chain, so there the depth counts characters
+(a character is one step, taken at its lead byte, complete or not). A byte that
+breaks UTF-8 is an escape like any other; the ones that break a character
+already begun are marked (``inner``), since the state before them is inside
+that character.
 """
 
 from __future__ import annotations
@@ -39,25 +45,35 @@ class ClassJump:
     Attributes
     ----------
     allowed : numpy.ndarray
-        Packed ``int32 (words,)`` mask: the tokens of at most ``depth`` bytes, all
+        Packed ``int32 (words,)`` mask: the tokens of at most ``depth`` steps, all
         of the class.
     node : numpy.ndarray
         ``int32 (E,)``: the escape nodes.
     byte : numpy.ndarray
         ``uint8 (E,)``: the byte of each escape node.
     prefix : numpy.ndarray
-        ``uint16 (E,)``: how many class bytes come before it (its depth less one).
+        ``uint16 (E,)``: how many steps of the class (bytes, or characters in a
+        UTF-8 region) come before it, a character it breaks not counted.
+    inner : numpy.ndarray
+        ``uint8 (E,)``: how many bytes of a begun character come just before the
+        escape byte (0 at a character boundary; always 0 outside UTF-8 regions).
+    broken : numpy.ndarray
+        ``int64 (B,)``: the indices of the escapes with ``inner > 0`` (few or none).
     """
 
     allowed: np.ndarray
     node: np.ndarray
     byte: np.ndarray
     prefix: np.ndarray
+    inner: np.ndarray
+    broken: np.ndarray
 
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays."""
-        return int(self.allowed.nbytes + self.node.nbytes + self.byte.nbytes + self.prefix.nbytes)
+        return int(
+            sum(a.nbytes for a in (self.allowed, self.node, self.byte, self.prefix, self.inner, self.broken))
+        )
 
 
 def class_bytes(classes: np.ndarray) -> np.ndarray:
@@ -76,57 +92,87 @@ class ClassRegion:
     words
         Length of the packed ``allowed`` rows (32 tokens a word).
     classes
-        ``uint64 (4,)``: the class's bytes.
+        ``uint64 (4,)``: the class's bytes (ASCII ones only, with ``utf8``).
     utf8
-        Also every well-formed multi-byte character is of the class, and a byte
-        that breaks UTF-8 leads nowhere: the region of a state that takes every
-        character back to itself and refuses ill-formed bytes (inside a free JSON
-        string, see :mod:`.utf8_closure`). Only for a loop (``depth`` unbounded).
+        Every well-formed multi-byte character is of the class too, and depths
+        count characters: the region of a state inside a string, which takes
+        every character as one step (back to itself, or along its chain; see
+        :mod:`.utf8_closure` and :func:`~tokensieve.compile.char_chains.chain_lengths`).
     """
 
     def __init__(self, trie: TokenTrie, words: int, classes: np.ndarray, utf8: bool = False) -> None:
         self.trie = trie
         bad = ~class_bytes(classes)[trie.node_byte]
+        parent = trie.node_parent.astype(np.int64)
         if utf8:
             states = utf8_node_states(trie)
             bad &= trie.node_byte < 0x80  # a high byte in a well-formed character is of the class
             bad |= states < 0
+            # a step per character, at its lead byte
+            self.step: np.ndarray | None = (trie.node_byte < 0x80) | (trie.node_byte >= 0xC0)
+            self.steps = trie.marked_on_path(self.step).astype(np.int32)
+        else:
+            self.step = None
+            self.steps = trie.node_depth.astype(np.int32)
         # a node is inside when neither it nor an ancestor (the root aside) is out of the class
         self.inside = trie.marked_on_path(bad) == 0
         ids = np.flatnonzero(bad[1:]) + 1
-        self.escape = ids[self.inside[trie.node_parent[ids]]]
-        if utf8:  # the ill-formed ones are refused: no escape there
-            self.escape = self.escape[states[self.escape] >= 0]
-        self.escape_depth = trie.node_depth[self.escape]
-        # per token id: its length if it is made of class bytes, past any depth otherwise
+        self.escape = ids[self.inside[parent[ids]]]
+        #: per escape node: its parent's steps, and the bytes of a begun character it breaks
+        self.escape_steps = self.steps[parent[self.escape]]
+        self.escape_inner = np.zeros(self.escape.size, dtype=np.uint8)
+        if utf8:
+            # a parent inside a character: count its bytes back to the lead byte
+            at = parent[self.escape]
+            going = states[at] > 0
+            self.escape_inner = going.astype(np.uint8)
+            for _ in range(3):
+                going &= (trie.node_byte[at] >= 0x80) & (trie.node_byte[at] < 0xC0)
+                self.escape_inner += going
+                at = np.where(going, parent[at], at)
+        # per token id: its steps if it is made of class bytes, past any depth otherwise
         self.token_length = np.full(words * 32, np.iinfo(np.int32).max, dtype=np.int32)
         terminal = trie.token_terminal_sorted
         inside_tokens = self.inside[terminal]
-        self.token_length[trie.sorted_tokens[inside_tokens]] = trie.node_depth[terminal[inside_tokens]]
+        self.token_length[trie.sorted_tokens[inside_tokens]] = self.steps[terminal[inside_tokens]]
 
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays."""
-        return int(self.inside.nbytes + self.escape.nbytes + self.escape_depth.nbytes + self.token_length.nbytes)
+        arrays = (self.inside, self.steps, self.escape, self.escape_steps, self.escape_inner, self.token_length)
+        return int(sum(a.nbytes for a in arrays) + (0 if self.step is None else self.step.nbytes))
 
     def jump(self, depth: int) -> ClassJump:
-        """The :class:`ClassJump` of the class followed ``depth`` bytes deep.
+        """The :class:`ClassJump` of the class followed ``depth`` steps deep.
 
-        The escape nodes are the region's own (a byte out of the class) at most
-        ``depth + 1`` deep, and the inside nodes at depth ``depth + 1``.
+        The escape nodes are the region's own (a byte out of the class) after
+        at most ``depth`` steps, and the inside nodes that begin step ``depth + 1``.
         """
         trie = self.trie
-        near = self.escape[self.escape_depth <= depth + 1]
-        if depth < trie.max_depth:
-            deeper = trie.nodes_at_depth(depth + 1).astype(np.int64)
-            near = np.concatenate([near, deeper[self.inside[deeper]]])
+        near = self.escape_steps <= depth
+        node = self.escape[near]
+        inner = self.escape_inner[near]
+        prefix = self.escape_steps[near] - (inner > 0)  # a begun character is not a step before
+        if self.step is None:
+            deeper = trie.nodes_at_depth(depth + 1).astype(np.int64) if depth < trie.max_depth else _NONE
+            deeper = deeper[self.inside[deeper]]
+        else:
+            deeper = np.flatnonzero(self.inside & self.step & (self.steps == depth + 1))
+        node = np.concatenate([node, deeper])
+        prefix = np.concatenate([prefix, np.full(deeper.size, depth, dtype=prefix.dtype)])
+        inner = np.concatenate([inner, np.zeros(deeper.size, dtype=np.uint8)])
         allowed = np.packbits(self.token_length <= depth, bitorder="little").view(np.int32)
         arrays = (
             allowed,
-            near.astype(np.int32),
-            trie.node_byte[near],
-            (trie.node_depth[near] - 1).astype(np.uint16),
+            node.astype(np.int32),
+            trie.node_byte[node],
+            prefix.astype(np.uint16),
+            inner,
+            np.flatnonzero(inner),
         )
         for a in arrays:
             a.setflags(write=False)
         return ClassJump(*arrays)
+
+
+_NONE = np.zeros(0, dtype=np.int64)

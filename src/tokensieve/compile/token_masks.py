@@ -59,7 +59,7 @@ import numpy as np
 from .._arrays import concat_ranges as _ranges
 from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
-from .char_chains import chain_lengths, class_chains, node_chain_needs, node_suffix_needs
+from .char_chains import PLAIN_SET, chain_lengths, class_chains, node_chain_needs, node_suffix_needs
 from .class_jumps import ClassJump, ClassRegion
 from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
 
@@ -263,6 +263,7 @@ class AutomatonView:
             self.jump_class = classes
         self.has_closures = bool(self.closes.any())
         self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._jump_utf8: np.ndarray | None = None
         #: whether every walk uses the chains (otherwise only walks from a permissive state)
         self.chains_everywhere = False
 
@@ -275,6 +276,25 @@ class AutomatonView:
         if self._chains is None and self.trans is not None:
             self._chains = chain_lengths(self.trans.reshape(self.num_states, 256))
         return self._chains
+
+    @property
+    def jump_utf8(self) -> np.ndarray:
+        """``bool (S,)``: the class jumps of these states take every well-formed character as a step.
+
+        The :attr:`utf8` loops, and the class chains whose every step also takes
+        each multi-byte character to the next state (the character chain of
+        :func:`~tokensieve.compile.char_chains.chain_lengths` at least as long,
+        and a plain byte in the class, so that both chains go through the same
+        states): their jump depths count characters. Built on first use.
+        """
+        if self._jump_utf8 is None:
+            out = self.utf8.copy()
+            chain = (self.jump_depth > 0) & ~self.has_loop
+            if chain.any() and self.chains is not None:
+                plain = (self.jump_class & PLAIN_SET).any(axis=1)
+                out |= chain & plain & (self.chains[1] >= self.jump_depth)
+            self._jump_utf8 = out
+        return self._jump_utf8
 
     @classmethod
     def of(cls, dfa: ByteDFA) -> AutomatonView:
@@ -540,7 +560,7 @@ class TokenMaskBuilder:
             if np.count_nonzero(depth):
                 for i in np.flatnonzero(depth).tolist():
                     q = int(origins[i])
-                    cj = jumps[i] = self.class_jump(a.jump_class[q], int(depth[i]), bool(a.utf8[q]))
+                    cj = jumps[i] = self.class_jump(a.jump_class[q], int(depth[i]), bool(a.jump_utf8[q]))
                     node, state = self._escape_pairs(a, q, cj)
                     parts_node.append(node)
                     parts_state.append(state)
@@ -569,16 +589,31 @@ class TokenMaskBuilder:
 
     def _escape_pairs(self, a: AutomatonView, q: int, cj: ClassJump) -> tuple[np.ndarray, np.ndarray]:
         """The (escape node, state) pairs a walk of ``q`` starts from (see :mod:`.class_jumps`)."""
-        assert a.trans is not None
+        trans = a.trans
+        assert trans is not None
         if a.has_loop[q]:
-            state = a.trans.take((q << 8) | cj.byte.astype(np.int64))
-        else:  # the chain's states, after 0, 1, ... class bytes
+            state = trans.take((q << 8) | cj.byte.astype(np.int64))
+            if cj.broken.size:  # a free string refuses a byte that breaks a character (is_utf8_closed)
+                state[cj.broken] = -1
+        else:  # the chain's states, after 0, 1, ... steps
             nxt = a.chain_next
             chain = [q]
             for _ in range(int(cj.prefix.max(initial=0))):
                 chain.append(int(nxt[chain[-1]]))
             before = np.array(chain, dtype=np.int64).take(cj.prefix) << 8
-            state = a.trans.take(before | cj.byte)
+            state = trans.take(before | cj.byte)
+            if cj.broken.size:  # from the state before the begun character, through its bytes
+                parent, node_byte = self.trie.node_parent, self.trie.node_byte
+                for i in cj.broken.tolist():
+                    path = []
+                    n = int(cj.node[i])
+                    for _ in range(int(cj.inner[i]) + 1):
+                        path.append(int(node_byte[n]))
+                        n = int(parent[n])
+                    s = chain[int(cj.prefix[i])]
+                    for b in reversed(path):
+                        s = int(trans[(s << 8) | b]) if s >= 0 else -1
+                    state[i] = s
         ok = state >= 0
         return cj.node[ok].astype(np.int64), state[ok].astype(np.int64, copy=False)
 
