@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..vocab.trie import TokenTrie
-from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_subtree_ok
+from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_node_steps, utf8_subtree_ok
 
 __all__ = [
     "BLANK_BYTES",
@@ -120,9 +120,7 @@ def node_chain_needs(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """
     suffix = _longest_suffixes(trie)
     # characters: a multi-byte character is one step of the chain, taken at its lead byte
-    starts = trie.node_byte < 0x80
-    starts |= trie.node_byte >= 0xC0
-    chars = _longest_suffixes(trie, starts)
+    chars = _longest_suffixes(trie, utf8_node_steps(trie)[1])
     sub = trie.subtree_bytes
     ascii_plain = ~((sub & _NOT_PLAIN).any(axis=1))
     utf8_plain = ~((sub & _NOT_PLAIN_OR_HIGH).any(axis=1)) & utf8_subtree_ok(trie)
@@ -149,15 +147,12 @@ def node_suffix_needs(trie: TokenTrie) -> np.ndarray:
     return need
 
 
-def _longest_suffixes(trie: TokenTrie, counted: np.ndarray | None = None) -> np.ndarray:
+def _longest_suffixes(trie: TokenTrie, steps: np.ndarray | None = None) -> np.ndarray:
     """Per node, the length of the longest token suffix below it (bottom-up, one level at a time).
 
-    With ``counted`` (``bool`` per node), only the bytes of the counted nodes count.
+    With ``steps`` (per node, the steps its path takes), suffixes are measured in steps, not bytes.
     """
-    if counted is None:
-        depth = trie.node_depth.astype(np.int64)
-    else:
-        depth = trie.marked_on_path(counted)
+    depth = (trie.node_depth if steps is None else steps).astype(np.int64)
     deepest = depth.copy()
     parent = trie.node_parent.astype(np.int64)
     for d in range(trie.max_depth, 0, -1):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..vocab.trie import TokenTrie
-from .utf8_closure import utf8_node_states
+from .utf8_closure import utf8_node_states, utf8_node_steps
 
 __all__ = ["ClassJump", "ClassRegion", "class_bytes"]
 
@@ -108,12 +108,12 @@ class ClassRegion:
             states = utf8_node_states(trie)
             bad &= trie.node_byte < 0x80  # a high byte in a well-formed character is of the class
             bad |= states < 0
-            # a step per character, at its lead byte
-            self.step: np.ndarray | None = (trie.node_byte < 0x80) | (trie.node_byte >= 0xC0)
-            self.steps = trie.marked_on_path(self.step).astype(np.int32)
+            # a step per character, at its lead byte (shared by every region of the trie)
+            step, self.steps = utf8_node_steps(trie)
+            self.step: np.ndarray | None = step
         else:
             self.step = None
-            self.steps = trie.node_depth.astype(np.int32)
+            self.steps = trie.node_depth
         # a node is inside when neither it nor an ancestor (the root aside) is out of the class
         self.inside = trie.marked_on_path(bad) == 0
         ids = np.flatnonzero(bad[1:]) + 1
@@ -131,7 +131,7 @@ class ClassRegion:
                 self.escape_inner += going
                 at = np.where(going, parent[at], at)
         # per token id: its steps if it is made of class bytes, past any depth otherwise
-        self.token_length = np.full(words * 32, np.iinfo(np.int32).max, dtype=np.int32)
+        self.token_length = np.full(words * 32, np.iinfo(np.int16).max, dtype=np.int16)
         terminal = trie.token_terminal_sorted
         inside_tokens = self.inside[terminal]
         self.token_length[trie.sorted_tokens[inside_tokens]] = self.steps[terminal[inside_tokens]]
@@ -139,8 +139,8 @@ class ClassRegion:
     @property
     def nbytes(self) -> int:
         """Memory held by the arrays."""
-        arrays = (self.inside, self.steps, self.escape, self.escape_steps, self.escape_inner, self.token_length)
-        return int(sum(a.nbytes for a in arrays) + (0 if self.step is None else self.step.nbytes))
+        arrays = (self.inside, self.escape, self.escape_steps, self.escape_inner, self.token_length)
+        return int(sum(a.nbytes for a in arrays))  # the steps are the trie's
 
     def jump(self, depth: int) -> ClassJump:
         """The :class:`ClassJump` of the class followed ``depth`` steps deep.

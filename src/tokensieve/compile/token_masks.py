@@ -95,8 +95,8 @@ JUMP_MIN_BYTES = 16
 _TAIL_PAIRS = 64
 #: ... with at most this many trie nodes below them in all goes on in plain Python
 _TAIL_NODES = 512
-#: byte classes whose trie regions are kept per vocabulary (about 1.5 MB each for 131k tokens) ...
-_MAX_REGIONS = 16
+#: byte classes whose trie regions are kept per vocabulary (about 0.6 MB each for 131k tokens) ...
+_MAX_REGIONS = 32
 #: ... and class jumps (a packed row and the escape nodes: tens to hundreds of kilobytes each)
 _MAX_JUMPS = 256
 #: a mask with more tokens than ``num_tokens // _DENSE_FRACTION`` is built dense
@@ -596,10 +596,10 @@ class TokenMaskBuilder:
             if cj.broken.size:  # a free string refuses a byte that breaks a character (is_utf8_closed)
                 state[cj.broken] = -1
         else:  # the chain's states, after 0, 1, ... steps
-            nxt = a.chain_next
+            nxt = a.chain_next.data  # a memoryview: single entries read as Python ints
             chain = [q]
             for _ in range(int(cj.prefix.max(initial=0))):
-                chain.append(int(nxt[chain[-1]]))
+                chain.append(nxt[chain[-1]])
             before = np.array(chain, dtype=np.int64).take(cj.prefix) << 8
             state = trans.take(before | cj.byte)
             if cj.broken.size:  # from the state before the begun character, through its bytes

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..vocab.trie import TokenTrie
 
-__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "utf8_node_states", "is_utf8_closed"]
+__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "utf8_node_states", "utf8_node_steps", "is_utf8_closed"]
 
 
 def _canonical_table() -> np.ndarray:
@@ -63,6 +63,7 @@ HIGH_BYTES = np.array([0, 0, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64)
 
 _SUBTREE_OK: dict[int, tuple[TokenTrie, np.ndarray]] = {}
 _NODE_STATES: dict[int, tuple[TokenTrie, np.ndarray]] = {}
+_NODE_STEPS: dict[int, tuple[TokenTrie, tuple[np.ndarray, np.ndarray]]] = {}
 
 
 def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
@@ -123,6 +124,27 @@ def utf8_node_states(trie: TokenTrie) -> np.ndarray:
         _NODE_STATES.clear()
     _NODE_STATES[id(trie)] = (trie, state)
     return state
+
+
+def utf8_node_steps(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
+    """Per trie node, whether its byte begins a character, and how many characters its path begins.
+
+    A character is counted at its lead byte (any byte but ``0x80``-``0xBF``),
+    complete or not. Returns ``bool (num_nodes,)`` and ``int16 (num_nodes,)``,
+    computed once per trie and kept.
+    """
+    hit = _NODE_STEPS.get(id(trie))
+    if hit is not None and hit[0] is trie:
+        return hit[1]
+    starts = trie.node_byte < 0x80
+    starts |= trie.node_byte >= 0xC0
+    steps = trie.marked_on_path(starts).astype(np.int16)
+    for a in (starts, steps):
+        a.setflags(write=False)
+    if len(_NODE_STEPS) > 8:
+        _NODE_STEPS.clear()
+    _NODE_STEPS[id(trie)] = (trie, (starts, steps))
+    return starts, steps
 
 
 def is_utf8_closed(state: int, row: Callable[[int], np.ndarray]) -> bool:
