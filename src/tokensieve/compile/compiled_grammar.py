@@ -27,7 +27,7 @@ _FORMAT_VERSION = 1
 #: on a cache miss, states reachable within this many bytes are computed in the same walk ...
 _PREFETCH_DEPTH = 16
 #: ... up to this many states in all ...
-_PREFETCH_STATES = 64
+_PREFETCH_STATES = 8
 #: ... of which at most this many permissive ones; the search looks at most at this many states
 _PREFETCH_PERMISSIVE = 8
 _PREFETCH_VISITS = 4096
