@@ -561,9 +561,6 @@ class CompiledPushdownGrammar:
         view = self._view_cache
         if view is None:
             view = self._view_cache = AutomatonView(self._gtrans, self._special)
-            # walks here are one frame at a time or small batches that amortise few
-            # levels, so a blank run before a value is worth closing in every walk
-            view.chains_everywhere = True
         return view
 
     def _push(self, below: int, ret: int) -> int:

@@ -264,8 +264,6 @@ class AutomatonView:
         self.has_closures = bool(self.closes.any())
         self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._jump_utf8: np.ndarray | None = None
-        #: whether every walk uses the chains (otherwise only walks from a permissive state)
-        self.chains_everywhere = False
 
     @property
     def chains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -717,8 +715,8 @@ class TokenMaskBuilder:
         suffix_need = self.suffix_need
         has_utf8, utf8 = a.has_utf8, a.utf8
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
-        # counted strings and blank runs: chains (only for walks from states with costly walks)
-        chains = a.chains if a.chains_everywhere or bool(a.permissive.take(origins).any()) else None
+        # counted strings and blank runs (the indentation before a value): chains
+        chains = a.chains
         if chains is not None:
             ascii_len, char_len, blank_len = chains
             ascii_need, char_need, blank_need = self.chain_needs
@@ -734,9 +732,9 @@ class TokenMaskBuilder:
         while node.size:
             if tail and node.size <= _TAIL_PAIRS and int(self._nodes_below.take(node).sum()) <= _TAIL_NODES:
                 # a few small subtrees left: a numpy level costs more than visiting them one by one
-                nodes_left, owners_left = self._finish_in_python(a, node, state, owner, single)
+                nodes_left, ends_left, owners_left = self._finish_in_python(a, node, state, owner, single, chains)
                 seen_nodes.append(nodes_left)
-                seen_ends.append(token_mid.take(nodes_left))
+                seen_ends.append(ends_left)
                 if not single:
                     seen_owner.append(owners_left)
                 break
@@ -861,31 +859,55 @@ class TokenMaskBuilder:
         return own, lo, hi, met_pairs
 
     def _finish_in_python(
-        self, a: AutomatonView, node: np.ndarray, state: np.ndarray, owner: np.ndarray, single: bool
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self,
+        a: AutomatonView,
+        node: np.ndarray,
+        state: np.ndarray,
+        owner: np.ndarray,
+        single: bool,
+        chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (node, owner) pair reached below the given pairs (themselves included), depth first.
 
-        No shortcut is taken: a subtree that a loop or a chain would close is
-        walked to its leaves, which gives the same tokens.
+        Returns the nodes, the end of each one's slice of ``sorted_tokens`` and
+        the owners. With ``chains`` (:attr:`AutomatonView.chains`), a subtree a
+        chain allows whole (a run of blanks in the indentation) is one slice;
+        the loop closures are not taken (they are rare this deep), which gives
+        the same tokens.
         """
         assert a.trans is not None
         # memoryviews: single entries read as Python ints, without numpy's per-call cost
         trans, start, ids, byte = a.trans.data, self._child_start.data, self._child_ids.data, self._child_byte.data
+        token_mid, token_hi = self._token_mid.data, self._token_hi.data
         owners = [0] * node.size if single else owner.tolist()
         stack = list(zip(node.tolist(), state.tolist(), owners, strict=True))
         out_nodes: list[int] = []
+        out_ends: list[int] = []
         out_owners: list[int] = []
         pop, push = stack.pop, stack.append
+        if chains is not None:
+            ascii_len, char_len, blank_len = (c.data for c in chains)
+            ascii_need, char_need, blank_need = (c.data for c in self.chain_needs)
         while stack:
             n, q, o = pop()
             out_nodes.append(n)
             out_owners.append(o)
+            first, last = start[n], start[n + 1]
+            if chains is not None and first < last:
+                if blank_need[n] <= blank_len[q] or ascii_need[n] <= ascii_len[q] or char_need[n] <= char_len[q]:
+                    out_ends.append(token_hi[n])
+                    continue
+            out_ends.append(token_mid[n])
             row = q << 8
-            for k in range(start[n], start[n + 1]):
+            for k in range(first, last):
                 t = trans[row | byte[k]]
                 if t >= 0:
                     push((ids[k], t, o))
-        return np.array(out_nodes, dtype=np.int64), np.array(out_owners, dtype=np.int64)
+        return (
+            np.array(out_nodes, dtype=np.int64),
+            np.array(out_ends, dtype=np.int64),
+            np.array(out_owners, dtype=np.int64),
+        )
 
     def _expand_by_automaton(
         self,
