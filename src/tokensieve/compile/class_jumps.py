@@ -154,7 +154,7 @@ class ClassRegion:
         inner = self.escape_inner[near]
         prefix = self.escape_steps[near] - (inner > 0)  # a begun character is not a step before
         if self.step is None:
-            deeper = trie.nodes_at_depth(depth + 1).astype(np.int64) if depth < trie.max_depth else _NONE
+            deeper = trie.nodes_at_depth(depth + 1).astype(np.int64)  # none past the deepest token
             deeper = deeper[self.inside[deeper]]
         else:
             deeper = np.flatnonzero(self.inside & self.step & (self.steps == depth + 1))
@@ -173,6 +173,3 @@ class ClassRegion:
         for a in arrays:
             a.setflags(write=False)
         return ClassJump(*arrays)
-
-
-_NONE = np.zeros(0, dtype=np.int64)
