@@ -200,9 +200,9 @@ class CompiledGrammar:
                 except FrontierTooLarge:
                     batch = self._builder.compute(self.automaton, [state])
             if len(batch) > 1:
-                # the neighbours' masks stay token lists, packed on first use (a few microseconds):
-                # most are never asked for, and packing them all would lengthen this step
-                self._add_batch(batch, pack=False)
+                # the few neighbours' masks are packed now, with the missed one (tens of microseconds
+                # for the whole batch): packed on first use instead, each would lengthen a hit
+                self._add_batch(batch)
             mask = batch.mask(0)
         mask.setflags(write=False)
         self._store(state, mask)
@@ -275,12 +275,12 @@ class CompiledGrammar:
                 continue
             self._add_batch(batch)
 
-    def _add_batch(self, batch: MaskBatch, pack: bool = True) -> None:
-        """Keep a batch's masks, packed at once (with ``pack``) when they fit in a few megabytes.
+    def _add_batch(self, batch: MaskBatch) -> None:
+        """Keep a batch's masks, packed at once when they fit in a few megabytes.
 
         Dense and packed rows go to the mask cache; the others are indexed.
         """
-        if pack and batch.packed is None and len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
+        if batch.packed is None and len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
             batch.pack()
         for index, mask in batch.dense.items():
             mask.setflags(write=False)
