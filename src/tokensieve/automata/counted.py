@@ -83,21 +83,25 @@ def _counted(unit: ByteDFA, min_count: int, max_count: int | None, limits: Limit
         raise LimitExceeded(
             "max_dfa_states", limits.max_dfa_states, f"a repetition of {layers} units needs {total} states"
         )
-    out = np.full((total, 256), -1, dtype=np.int32)
-    shifts = np.arange(layers, dtype=np.int64) * width
-    body = np.where(layer[None] >= 0, layer[None] + shifts[:, None, None], -1)
-    out[: layers * width] = body.reshape(layers * width, 256)
+    # the runs of one layer (source, lo, hi, target), repeated once per layer with the states
+    # shifted: no table of the whole repetition is built here (51 MB for 2,000 characters)
+    boundary = np.full((1, 256), -1, dtype=np.int64)
+    one = dfa_to_ir(ByteDFA(np.concatenate([layer, boundary]), np.zeros(width + 1, dtype=bool), 0))
+    runs = np.frombuffer(one.runs, dtype="<i4").reshape(-1, 4).astype(np.int64)
+    shift = np.arange(layers, dtype=np.int64)[:, None, None] * width * np.array([1, 0, 0, 1])
+    parts = [(runs[None] + shift).reshape(-1, 4)]
     if loop:
-        out[out == width] = 0  # a unit ends where it began: any number of them
+        parts[0][parts[0][:, 3] == width, 3] = 0  # a unit ends where it began: any number of them
     elif max_count is None:
         # after the last required unit, further units start from that unit's states and end
         # back at the accepting boundary (the inner states of one more layer would be the same)
         last = layers * width
-        out[last] = np.where(layer[0] >= 0, layer[0] + last - width, -1)
-    acc = np.zeros(total, dtype=bool)
+        again = runs[runs[:, 0] == 0] + np.array([last, 0, 0, last - width])
+        parts.append(again)
+    acc = np.zeros(total, dtype=np.uint8)
     first = min_count * width
-    acc[first::width] = True
-    return dfa_to_ir(ByteDFA(out, acc, 0))
+    acc[first::width] = 1
+    return Automaton(total, 0, acc.tobytes(), np.concatenate(parts).astype("<i4").tobytes())
 
 
 @lru_cache(maxsize=128)
