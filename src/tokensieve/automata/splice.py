@@ -318,27 +318,41 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
             "max_dfa_states", limits.max_dfa_states, f"the spliced DFA needs at least {total} states"
         )
     out = np.empty((total, 256), dtype=np.int32)
+    out[len(kept) :] = -1
     acc_out = np.zeros(total, dtype=bool)
     out[: len(kept)] = new[plain[kept]]
     acc_out[: len(kept)] = accepting[kept]
+    # each automaton without its dropped start states, numbered from 0: once per automaton, and
+    # shifted into place for each of its copies (there are often dozens)
+    local: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def local_of(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Automaton ``k``'s rows and where they lead, its first row, and its accepting rows."""
+        got = local.get(k)
+        if got is None:
+            sub, sub_acc, sub_start = tables[k]
+            drop = dropped[k]
+            rows = np.empty((sub.shape[0] - len(drop), 256), dtype=np.int32)
+            _renumber(np.delete(sub, drop, axis=0) if len(drop) else sub, 0, drop, rows)
+            first = np.empty(256, dtype=np.int32)
+            _renumber(sub[sub_start], 0, drop, first)
+            ends = np.flatnonzero(np.delete(sub_acc, drop) if len(drop) else sub_acc)
+            got = local[k] = (rows, rows >= 0, first, ends)
+        return got
 
     def entries(state: int) -> list[np.ndarray]:
         """The first transitions of the copies entered from ``state``, renumbered."""
         rows = []
         for c in entered.get(state, ()):
-            sub, _, sub_start = tables[copy_auto[c]]
-            row = np.empty(256, dtype=np.int32)
-            _renumber(sub[sub_start], int(bases[c]), dropped[copy_auto[c]], row)
-            rows.append(row)
+            first = local_of(copy_auto[c])[2]
+            rows.append(np.where(first >= 0, first + np.int32(bases[c]), np.int32(-1)))
         return rows
 
     for c in np.flatnonzero(live).tolist():
-        sub, sub_acc, _ = tables[copy_auto[c]]
-        drop = dropped[copy_auto[c]]
+        rows, leads, _, ends = local_of(copy_auto[c])
         base = int(bases[c])
         block = out[base : base + int(sizes[c])]
-        _renumber(np.delete(sub, drop, axis=0) if len(drop) else sub, base, drop, block)
-        ends = np.flatnonzero(np.delete(sub_acc, drop) if len(drop) else sub_acc)
+        np.add(rows, np.int32(base), out=block, where=leads)
         t = int(copy_cont[c])
         part = block[ends]
         for after in [new[plain[t]], *entries(t)]:
