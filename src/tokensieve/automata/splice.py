@@ -80,7 +80,7 @@ class SplicePlan:
     automata : tuple of Automaton
         The spliced automata; those that accept the empty string appear as an
         optional placeholder and are spliced without it (see
-        :func:`_nonempty_table`).
+        :class:`_Copyable`).
     """
 
     node: Node
@@ -201,33 +201,88 @@ def _well_formed(node: Automaton) -> bool:
     return ok
 
 
-def _nonempty_table(node: Automaton) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(table, accepting, start)`` of the automaton without the empty string.
+@dataclass(frozen=True)
+class _Copyable:
+    """An embedded automaton without the empty string, as its copies in a splice are written.
 
     When the start state accepts, a new start state with the same transitions
     but not accepting is added (state ``num_states``); the old start stays for
-    the transitions that come back to it.
+    the transitions that come back to it. The start states no transition leads
+    to are left out of a copy (a copy is entered past them), and the other
+    states are numbered from 0 in their order.
     """
+
+    #: states of the automaton, the added start included (the weight of a copy in a clash)
+    num_rows: int
+    #: states of a copy
+    size: int
+    #: ``row * 256 + byte`` of each transition of a copy, and its target (numbered in the copy)
+    cells: np.ndarray
+    targets: np.ndarray
+    #: ``int32 (256,)``: the start's transitions, numbered in the copy (-1: none)
+    first: np.ndarray
+    #: the accepting states of a copy
+    ends: np.ndarray
+    #: ``bool (A, 256)``: the bytes read by each accepting state of the automaton (left out or not)
+    end_bytes: np.ndarray
+
+
+def _copyable(node: Automaton) -> _Copyable:
+    """:class:`_Copyable` of ``node``, remembered per process (up to ``_COPYABLE_BYTES``)."""
+    with _copyable_lock:
+        hit = _copyables.get(node)
+        if hit is not None:
+            _copyables.move_to_end(node)
+            return hit
     n = node.num_states
     acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
     start = node.start
-    extra = bool(acc[start])
-    table = np.full((n + extra, 256), -1, dtype=np.int32)
-    e_src, e_byte, e_dst = automaton_edges(node)
-    table[e_src, e_byte] = e_dst
-    if extra:
-        table[n] = table[start]
+    src, byte, dst = automaton_edges(node)
+    if acc[start]:
+        first_edges = src == start
+        src = np.concatenate([src, np.full(int(first_edges.sum()), n, dtype=src.dtype)])
+        byte, dst = np.concatenate([byte, byte[first_edges]]), np.concatenate([dst, dst[first_edges]])
         acc = np.append(acc, False)
         start = n
-    return table, acc, start
+    num_rows = acc.size
+    entered = np.zeros(num_rows, dtype=bool)
+    entered[dst] = True
+    keep = np.ones(num_rows, dtype=bool)
+    for q in {start, node.start}:
+        keep[q] = bool(entered[q])
+    local = np.cumsum(keep) - 1
+    kept = keep.take(src)
+    cells = local.take(src[kept]) * 256 + byte[kept]
+    targets = local.take(dst[kept]).astype(np.int32)
+    first = np.full(256, -1, dtype=np.int32)
+    from_start = src == start
+    first[byte[from_start]] = local.take(dst[from_start])
+    accepting = np.flatnonzero(acc)
+    rank = np.cumsum(acc) - 1
+    end_bytes = np.zeros((accepting.size, 256), dtype=bool)
+    from_end = acc.take(src)
+    end_bytes[rank.take(src[from_end]), byte[from_end]] = True
+    ends = np.flatnonzero(acc[keep])
+    for array in (cells, targets, first, ends, end_bytes):
+        array.setflags(write=False)
+    got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes)
+    size = cells.nbytes + targets.nbytes + end_bytes.nbytes
+    if size <= _COPYABLE_BYTES // 4:
+        with _copyable_lock:
+            _copyables[node] = got
+            _copyable_sizes[node] = size
+            total = sum(_copyable_sizes.values())
+            while total > _COPYABLE_BYTES:
+                old, _ = _copyables.popitem(last=False)
+                total -= _copyable_sizes.pop(old)
+    return got
 
 
-def _entry_only(node: Automaton, start: int) -> np.ndarray:
-    """The start states no transition leads to (``start`` of :func:`_nonempty_table`, and the
-    node's own): a copy is entered past them."""
-    targets = automaton_runs(node)[3]
-    firsts = {start, node.start}
-    return np.array(sorted(q for q in firsts if q >= node.num_states or not (targets == q).any()), dtype=np.int32)
+#: bytes of embedded automata kept ready for splicing (format and length-bounded strings recur)
+_COPYABLE_BYTES = 64 << 20
+_copyables: OrderedDict[Automaton, _Copyable] = OrderedDict()
+_copyable_sizes: dict[Automaton, int] = {}
+_copyable_lock = threading.Lock()
 
 
 def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | frozenset[int]:
@@ -291,7 +346,7 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     copy_of = copy_of.reshape(-1)
     copy_auto = (pairs // n).tolist()
     copy_cont = pairs % n
-    tables = [_nonempty_table(a) for a in plan.automata]
+    tables = [_copyable(a) for a in plan.automata]
     # the copies entered from each state with placeholder edges (also from the ends of the
     # copies it continues: an automaton right after another)
     entered: dict[int, list[int]] = {}
@@ -305,11 +360,9 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     kept = np.flatnonzero(reach[:n] & ~is_mid)
     new = np.full(n + 1, -1, dtype=np.int32)  # new[-1] == -1 maps missing transitions
     new[kept] = np.arange(len(kept), dtype=np.int32)
-    dropped = [_entry_only(a, start) for (_, _, start), a in zip(tables, plan.automata, strict=True)]
     live = reach[n:]
     sizes = np.array(
-        [tables[k][0].shape[0] - len(dropped[k]) if ok else 0 for k, ok in zip(copy_auto, live.tolist(), strict=True)],
-        dtype=np.int64,
+        [tables[k].size if ok else 0 for k, ok in zip(copy_auto, live.tolist(), strict=True)], dtype=np.int64
     )
     bases = len(kept) + np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     total = len(kept) + int(sizes.sum())
@@ -322,37 +375,21 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     acc_out = np.zeros(total, dtype=bool)
     out[: len(kept)] = new[plain[kept]]
     acc_out[: len(kept)] = accepting[kept]
-    # each automaton without its dropped start states, numbered from 0: once per automaton, and
-    # shifted into place for each of its copies (there are often dozens)
-    local: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    def local_of(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Automaton ``k``'s rows and where they lead, its first row, and its accepting rows."""
-        got = local.get(k)
-        if got is None:
-            sub, sub_acc, sub_start = tables[k]
-            drop = dropped[k]
-            rows = np.empty((sub.shape[0] - len(drop), 256), dtype=np.int32)
-            _renumber(np.delete(sub, drop, axis=0) if len(drop) else sub, 0, drop, rows)
-            first = np.empty(256, dtype=np.int32)
-            _renumber(sub[sub_start], 0, drop, first)
-            ends = np.flatnonzero(np.delete(sub_acc, drop) if len(drop) else sub_acc)
-            got = local[k] = (rows, rows >= 0, first, ends)
-        return got
 
     def entries(state: int) -> list[np.ndarray]:
         """The first transitions of the copies entered from ``state``, renumbered."""
         rows = []
         for c in entered.get(state, ()):
-            first = local_of(copy_auto[c])[2]
+            first = tables[copy_auto[c]].first
             rows.append(np.where(first >= 0, first + np.int32(bases[c]), np.int32(-1)))
         return rows
 
     for c in np.flatnonzero(live).tolist():
-        rows, leads, _, ends = local_of(copy_auto[c])
+        piece = tables[copy_auto[c]]
         base = int(bases[c])
         block = out[base : base + int(sizes[c])]
-        np.add(rows, np.int32(base), out=block, where=leads)
+        block.reshape(-1)[piece.cells] = piece.targets + np.int32(base)
+        ends = piece.ends
         t = int(copy_cont[c])
         part = block[ends]
         for after in [new[plain[t]], *entries(t)]:
@@ -371,7 +408,7 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
 
 def _clashes(
     plain: np.ndarray,
-    tables: list[tuple[np.ndarray, np.ndarray, int]],
+    tables: list[_Copyable],
     copy_auto: list[int],
     copy_cont: np.ndarray,
     entered: dict[int, list[int]],
@@ -390,41 +427,31 @@ def _clashes(
         # ``taken``: per byte, -1 free, -2 the state's own, else the automaton whose copy reads it
         for c in entered.get(state, ()):
             k = copy_auto[c]
-            sub, _, sub_start = tables[k]
-            first = sub[sub_start] >= 0
+            first = tables[k].first >= 0
             clash = taken[first]
             if (clash == -2).any():
                 groups.append({k})
             others = set(clash[clash >= 0].tolist())
-            if owner >= 0 and (rows[:, first] >= 0).any():
+            if owner >= 0 and rows[:, first].any():
                 others.add(owner)
             groups.extend({k, o} for o in others)
             taken[first] = k
 
-    none = np.zeros((0, 256), dtype=np.int32)
+    none = np.zeros((0, 256), dtype=bool)
     for s in entered:
         merge(none, -1, np.where(plain[s] >= 0, -2, -1), s)
     for k, t in zip(copy_auto, copy_cont.tolist(), strict=True):
-        sub, sub_acc, _ = tables[k]
-        ends = sub[sub_acc]
-        if ((ends >= 0) & (plain[t] >= 0)).any():
+        ends = tables[k].end_bytes
+        if (ends & (plain[t] >= 0)).any():
             groups.append({k})
         merge(ends, k, np.where(plain[t] >= 0, -2, -1), t)
     copies = np.bincount(np.array(copy_auto, dtype=np.int64), minlength=len(tables))
-    weight = [int(copies[k]) * tables[k][0].shape[0] for k in range(len(tables))]
+    weight = [int(copies[k]) * tables[k].num_rows for k in range(len(tables))]
     out: set[int] = set()
     for group in sorted(groups, key=len):
         if not group & out:
             out.add(min(group, key=lambda k: (weight[k], k)))
     return out
-
-
-def _renumber(rows: np.ndarray, base: int, dropped: np.ndarray, out: np.ndarray) -> None:
-    """``out = rows + base`` less the dropped states below each target; -1 stays -1."""
-    np.add(rows, base, out=out, casting="unsafe")
-    for q in dropped.tolist():
-        out -= rows > q
-    out[rows < 0] = -1
 
 
 def _reachable_skeleton(
