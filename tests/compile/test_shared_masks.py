@@ -76,6 +76,33 @@ def test_precompute_then_lookups_agree(long_info) -> None:
         np.testing.assert_array_equal(eager.token_mask(s), lazy.token_mask(s))
 
 
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_long_token_survivors_are_those_alive_after_the_sharing_depth(long_info, pattern: str) -> None:
+    compiled = GrammarCompiler(long_info, precompute=False, cache_enabled=False).compile_regex(pattern)
+    long_tokens = mask_builder_for(long_info).long_tokens
+    assert long_tokens is not None and long_tokens.ids.size
+    reps = compiled._representatives()
+    assert reps is not None
+    table = compiled.dfa.transitions
+    listed = 0
+    for s in range(compiled.num_states):
+        got = long_tokens.survivors(table, s)
+        if got is None:
+            continue
+        listed += 1
+        alive = set()
+        for i, t in enumerate(long_tokens.ids.tolist()):
+            head = long_info.decoded_vocab[t][: long_tokens.depth]
+            if compiled.dfa.step(s, head) >= 0:
+                alive.add(i)
+        assert set(got.tolist()) == alive, s
+        # any state of the class may stand for it: its own run of the survivors gives its exact mask
+        base = compiled.token_mask(int(reps[s]))
+        with_survivors = long_tokens.apply(base, table, s, None, long_tokens.survivors(table, int(reps[s])))
+        np.testing.assert_array_equal(with_survivors, long_tokens.apply(base, table, s))
+    assert listed  # the short list applies somewhere
+
+
 def _random_dfa(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     table = np.full((n, 256), -1, dtype=np.int32)
     for b in (97, 98, 99):

@@ -42,6 +42,8 @@ _MAX_FRONTIER = 2_000_000
 _SHARE_MIN_STATES = 256
 #: precomputed masks are packed at once while they take at most this many bytes
 _PACK_AT_ONCE_BYTES = 8 << 20
+#: not looked up yet (a representative's long-token survivors may be None)
+_UNKNOWN = object()
 
 
 class CompiledGrammar:
@@ -102,6 +104,8 @@ class CompiledGrammar:
         self._known = np.zeros(num_states, dtype=bool)  # in _masks or a batch
         # state -> the state whose short-token mask it shares (None: every state is its own)
         self._reps: np.ndarray | None = None
+        # representative -> the long tokens that can be allowed in its class (None: too many to list)
+        self._survivors: dict[int, Any] = {}
         self._reps_done = num_states <= _SHARE_MIN_STATES or self._transitions is None
         self._rows: dict[int, list[int]] = {}
         self._successors: dict[int, list[int]] = {}  # distinct successors, for the prefetch
@@ -174,8 +178,12 @@ class CompiledGrammar:
                     lengths = None if chains is None else [int(c[state]) for c in chains]
                     long_tokens = self._builder.long_tokens
                     assert long_tokens is not None  # set by mask_builder_for
+                    survivors = self._survivors.get(rep, _UNKNOWN)
+                    if survivors is _UNKNOWN:
+                        survivors = long_tokens.survivors(self._transitions, state)
+                        self._survivors[rep] = survivors
                     mask = long_tokens.apply(
-                        base, self._transitions, state, lengths
+                        base, self._transitions, state, lengths, survivors
                     )
                     mask.setflags(write=False)
                     self._store(state, mask)

@@ -76,6 +76,8 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
 _SMALL = 1000
 #: long tokens still running when at most this many are left are run one by one in plain Python
 _FEW_LONG = 16
+#: :meth:`LongTokens.survivors` gives up when more than ``_FEW_LONG`` are alive after this many bytes
+_SURVIVOR_BYTES = 3
 #: the chain kind counted in characters (see char_chains), and a byte that steps along each kind's chain
 _CHARS = 1
 _CHAIN_BYTE = (0x61, 0x61, 0x20)
@@ -415,18 +417,68 @@ class LongTokens:
         # the chain each token needs from a state to pass whole (see char_chains)
         needs = np.array([token_needs(decoded_vocab[t]) for t in ids], dtype=np.int64).reshape(-1, 3)
         self.needs = np.ascontiguousarray(needs.T)  # one row per chain kind
+        self.depth = depth
+
+    def survivors(self, transitions: np.ndarray, state: int) -> np.ndarray | None:
+        """The long tokens (indices into :attr:`ids`) whose first ``depth`` bytes stay alive from ``state``.
+
+        States equivalent up to ``depth`` bytes agree on these, so the result
+        holds for the whole class of ``state``: only these tokens can be
+        allowed in any of its states. ``None`` when more than a few are still
+        alive after a few bytes (inside a string, most are): then finding
+        them all would cost as much as :meth:`apply`.
+        """
+        width = min(self.depth, self.columns.shape[0])  # every long token has these bytes
+        flat = transitions.reshape(-1)
+        idx = np.arange(self.ids.size, dtype=np.int64)
+        cur = np.full(idx.size, state, dtype=np.int64)
+        done = 0
+        while done < width and idx.size > _FEW_LONG:
+            if done >= _SURVIVOR_BYTES:
+                return None
+            nxt = flat.take(cur * 256 + self.columns[done].take(idx))
+            live = nxt >= 0
+            idx, cur = idx[live], nxt[live]
+            done += 1
+        if idx.size > _FEW_LONG:
+            return None
+        # the few left: their next bytes up to the depth, one by one
+        kept: list[int] = []
+        step = flat.item
+        for t, q in zip(idx.tolist(), cur.tolist(), strict=True):
+            for b in self.token_bytes[t][done:width]:
+                q = step((q << 8) | b)
+                if q < 0:
+                    break
+            else:
+                kept.append(t)
+        return np.asarray(kept, dtype=np.int64)
 
     def apply(
-        self, base: np.ndarray, transitions: np.ndarray, state: int, chains: Sequence[int] | None = None
+        self,
+        base: np.ndarray,
+        transitions: np.ndarray,
+        state: int,
+        chains: Sequence[int] | None = None,
+        survivors: np.ndarray | None = None,
     ) -> np.ndarray:
         """``base`` with its long-token bits replaced by those valid from ``state``.
 
         ``chains``: the state's chain length of each kind
         (:func:`~tokensieve.compile.char_chains.chain_lengths`), if known; tokens
         of a kind no longer than the state's chain pass without a run.
+        ``survivors``: :meth:`survivors` of a state equivalent to ``state``, if
+        known (only they are run, one by one).
         """
         out = np.bitwise_and(base, ~self.mask, out=friendly_zeros(base.shape[0]))
         if not self.ids.size:
+            return out
+        if survivors is not None:
+            if survivors.size:
+                start = np.full(survivors.size, state, dtype=np.int64)
+                ok = self._run_each(transitions.reshape(-1), survivors, start, 0)
+                if ok.size:
+                    or_distinct_bits(out, self.words.take(ok), self.bits.take(ok))
             return out
         row = transitions[state]
         # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
