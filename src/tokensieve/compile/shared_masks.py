@@ -442,17 +442,7 @@ class LongTokens:
             done += 1
         if idx.size > _FEW_LONG:
             return None
-        # the few left: their next bytes up to the depth, one by one
-        kept: list[int] = []
-        step = flat.item
-        for t, q in zip(idx.tolist(), cur.tolist(), strict=True):
-            for b in self.token_bytes[t][done:width]:
-                q = step((q << 8) | b)
-                if q < 0:
-                    break
-            else:
-                kept.append(t)
-        return np.asarray(kept, dtype=np.int64)
+        return self._run_each(flat, idx, cur, done, width)  # the few left: up to the depth, one by one
 
     def apply(
         self,
@@ -526,13 +516,15 @@ class LongTokens:
             or_distinct_bits(out, self.words.take(ok), self.bits.take(ok))
         return out
 
-    def _run_each(self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, start: int) -> np.ndarray:
-        """The tokens of ``idx`` (in states ``cur``, at byte ``start``) that run to their end, one by one."""
+    def _run_each(
+        self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, start: int, stop: int | None = None
+    ) -> np.ndarray:
+        """The tokens of ``idx`` (in states ``cur``, at byte ``start``) that run to their end (or to byte ``stop``)."""
         ok: list[int] = []
         data = self.token_bytes
         step = flat.item
         for t, q in zip(idx.tolist(), cur.tolist(), strict=True):
-            for b in data[t][start:]:
+            for b in data[t][start:stop]:
                 q = step((q << 8) | b)
                 if q < 0:
                     break
