@@ -107,31 +107,35 @@ class CompiledPushdownGrammar:
         sizes = [t.shape[0] for t in network.transitions]
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._offsets = offsets
-        g_trans = []
+        gtrans = np.full((int(offsets[-1]), 256), -1, dtype=np.int32)
         for r, t in enumerate(network.transitions):
-            t64 = t.astype(np.int32)
-            g_trans.append(np.where(t64 >= 0, t64 + np.int32(offsets[r]), np.int32(-1)))
-        self._gtrans = np.ascontiguousarray(np.concatenate(g_trans, axis=0), dtype=np.int32)
-        self._gaccept = np.concatenate(network.accepting).tolist()
+            rows = gtrans[offsets[r] : offsets[r + 1]]
+            np.add(t, np.int32(offsets[r]), out=rows, where=t >= 0, casting="unsafe")
+        self._gtrans = gtrans
+        accepting = np.concatenate(network.accepting).astype(bool)
+        self._gaccept = accepting.tolist()
+        per_state = [edges for rule_calls in network.calls for edges in rule_calls]
+        calling = np.fromiter(map(bool, per_state), dtype=bool, count=len(per_state))
         # a call whose return state can only return (accepting, no byte, no call) is a tail
         # call: the callee replaces the caller's frame (return state -1), so right recursion
         # such as ``unary ::= "-" unary | ...`` does not grow the stack
-        no_bytes: list[bool] = list(np.all(self._gtrans < 0, axis=1).tolist())
-        final: list[bool] = []
-        for r, per_state in enumerate(network.calls):
-            base = int(offsets[r])
-            for q, edges in enumerate(per_state):
-                final.append(self._gaccept[base + q] and no_bytes[base + q] and not edges)
-        self._gcalls: list[tuple[tuple[int, int], ...]] = []
-        for r, per_state in enumerate(network.calls):
-            for edges in per_state:
-                calls = []
-                for s, ret in edges:
-                    g_ret = int(offsets[r] + ret)
-                    calls.append((int(offsets[s] + network.starts[s]), -1 if final[g_ret] else g_ret))
-                self._gcalls.append(tuple(calls))
+        callers = np.flatnonzero(calling)
+        rule_of = np.searchsorted(offsets, callers, side="right") - 1
+        edges = [
+            (int(c), int(offsets[s] + network.starts[s]), int(offsets[r] + ret))
+            for c, r in zip(callers.tolist(), rule_of.tolist(), strict=True)
+            for s, ret in per_state[c]
+        ]
+        returns = np.array([e[2] for e in edges], dtype=np.int64)
+        final = accepting[returns] & ~calling[returns] & ~(gtrans[returns] >= 0).any(axis=1)
+        self._gcalls: list[tuple[tuple[int, int], ...]] = [()] * len(per_state)
+        grouped: dict[int, list[tuple[int, int]]] = {}
+        for (c, callee, ret), tail in zip(edges, final.tolist(), strict=True):
+            grouped.setdefault(c, []).append((callee, -1 if tail else ret))
+        for c, calls in grouped.items():
+            self._gcalls[c] = tuple(calls)
         # states where a walk path calls or may return (see _frame_walks)
-        self._special = np.array(self._gaccept, dtype=bool) | np.array([bool(c) for c in self._gcalls], dtype=bool)
+        self._special = accepting | calling
         self._view_cache: AutomatonView | None = None
         # frames pushed inside one token: id -> (frames below, return state); 0 is none
         self._push_ids: dict[tuple[int, int], int] = {}
