@@ -356,7 +356,7 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     if bad:
         return frozenset(bad)
     # numbering of the survivors
-    reach = _reachable_skeleton(plain, skeleton.start, is_mid, entered, copy_cont, len(pairs))
+    reach = _reachable_skeleton(plain, skeleton.start, is_mid, copy_cont)
     kept = np.flatnonzero(reach[:n] & ~is_mid)
     new = np.full(n + 1, -1, dtype=np.int32)  # new[-1] == -1 maps missing transitions
     new[kept] = np.arange(len(kept), dtype=np.int32)
@@ -454,32 +454,24 @@ def _clashes(
     return out
 
 
-def _reachable_skeleton(
-    plain: np.ndarray,
-    start: int,
-    is_mid: np.ndarray,
-    entered: dict[int, list[int]],
-    copy_cont: np.ndarray,
-    num_copies: int,
-) -> np.ndarray:
-    """Reachable skeleton states and copies (``n + num_copies`` flags), each copy as one node."""
+def _reachable_skeleton(plain: np.ndarray, start: int, is_mid: np.ndarray, copy_cont: np.ndarray) -> np.ndarray:
+    """Reachable skeleton states and copies (``n + len(copy_cont)`` flags), each copy as one node.
+
+    Every state of the skeleton is reachable (it is a trimmed DFA), and a path
+    through a placeholder (source, middle state, continuation, next) becomes
+    (source, copy, next). So the middle states go, and a continuation stays
+    only if it is the start or a transition other than a middle state's leads
+    to it: its source is reached, or is a continuation itself, whose copies lead
+    there. Every other state and every copy stay.
+    """
     n = plain.shape[0]
-    rows, cols = np.nonzero(plain >= 0)
-    ok = ~is_mid[rows]
-    src = [rows[ok].astype(np.int64)]
-    dst = [plain[rows[ok], cols[ok]].astype(np.int64)]
-    for s, copies in entered.items():
-        src.append(np.full(len(copies), s, dtype=np.int64))
-        dst.append(n + np.array(copies, dtype=np.int64))
-    # a copy goes on as its continuation state does
-    for c, t in enumerate(copy_cont.tolist()):
-        targets = np.concatenate([plain[t][plain[t] >= 0].astype(np.int64), n + np.array(entered.get(t, []), dtype=np.int64)])
-        src.append(np.full(len(targets), n + c, dtype=np.int64))
-        dst.append(targets)
-    s_all = np.concatenate(src)
-    d_all = np.concatenate(dst)
-    order = np.argsort(s_all, kind="stable")
-    ptr = np.searchsorted(s_all[order], np.arange(n + num_copies + 1))
-    return _search(ptr, d_all[order], np.array([start], dtype=np.int64), n + num_copies)
+    out = np.ones(n + len(copy_cont), dtype=bool)
+    out[:n] = ~is_mid
+    targets = plain[~is_mid]
+    entered_plainly = np.zeros(n, dtype=bool)
+    entered_plainly[targets[targets >= 0]] = True
+    cut = copy_cont[~entered_plainly[copy_cont]]
+    out[cut[cut != start]] = False
+    return out
 
 
