@@ -12,6 +12,7 @@ compiled pattern.
 
 from __future__ import annotations
 
+import json
 import pickle
 import random
 import re
@@ -24,7 +25,7 @@ from support.regex_trees import OUTSIDE, STRINGS, accepted, brute, pattern_trees
 from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
 from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits
-from tokensieve.automata import choices_to_dfa, ir_to_dfa, regex_to_dfa
+from tokensieve.automata import choices_to_dfa, ir_to_dfa, ops, regex_to_dfa
 from tokensieve.automata.ops import (
     automaton_to_dfa,
     complement,
@@ -286,6 +287,37 @@ def test_rule_references_are_rejected() -> None:
 
 
 # ----------------------------------------------------------------- limits
+@SETTINGS
+@given(x=pattern_trees(), y=pattern_trees())
+def test_difference_by_the_subtrahend_alone_equals_the_full_product(x: tuple, y: tuple) -> None:
+    a, b = ir_to_dfa(to_ir(x)), ir_to_dfa(to_ir(y))
+    fast = ops._subtract_small(a, b, Limits())
+    full = ops._product(a, b, True, Limits())
+    assert (fast is None) == (full is None)
+    if full is not None:
+        assert fast is not None and fast.same_as(full)  # both minimal and numbered alike
+
+
+def test_object_keys_less_the_named_ones() -> None:
+    from tokensieve.grammar.json_schema import _lexical as lx
+
+    names = ["id", "é", 'a"b', "\\", "", "x" * 40, "idx"]
+    other = ir_to_dfa(
+        ir_difference(lx.any_string_content(), ir.alt(*(lx.string_literal_content(n) for n in names)))
+    )
+
+    def accepts(written: str) -> bool:
+        end = other.step(other.start, written.encode())
+        return end >= 0 and bool(other.accepting[end])
+
+    for name in names:  # every spelling of a named key is left out: raw, ASCII-escaped, \\u-escaped
+        assert not accepts(json.dumps(name)[1:-1])
+        assert not accepts(json.dumps(name, ensure_ascii=False)[1:-1])
+        assert not accepts("".join(f"\\u{ord(c):04x}" for c in name)) or not name
+    for key in ["i", "ids", "d", "a", "x" * 39, "x" * 41, "u0069d", "IDX", "\\u00e8", "\\u00e9x"]:
+        assert accepts(key), key
+
+
 def test_product_state_limit() -> None:
     # strings of a and b with the a count = 0 mod 7 and the b count = 0 mod 11: 77 states
     a = regex_to_dfa("(" + "b*a" * 7 + ")*b*")

@@ -68,6 +68,10 @@ _RUN_DTYPE = np.dtype("<i4")
 _DENSE_PAIRS = 1 << 22
 # frontiers of at most this many (pair, class) cells are stepped in plain Python
 _SMALL_STEP = 256
+# a difference with a subtrahend of at most this many transitions (and a minuend of at most
+# this many states) walks only the pairs where the subtrahend is alive (see _subtract_small)
+_SMALL_SUBTRAHEND = 4096
+_SMALL_MINUEND = 4096
 
 
 # ------------------------------------------------------------ IR embedding
@@ -193,6 +197,60 @@ def _joint_classes(ca: np.ndarray, cb: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 # ---------------------------------------------------------------- product
+def _subtract_small(a: ByteDFA, b: ByteDFA, limits: Limits) -> ByteDFA | None:
+    """``a \\ b`` when ``b`` has few transitions (the keys an object names, left out of its other keys).
+
+    A pair of states whose ``b`` half has died behaves as the ``a`` state
+    alone, so the product is ``a``'s own table plus the pairs where ``b`` is
+    still alive, found in plain Python over ``b``'s few transitions; each pair
+    takes its ``a`` state's row and overrides the bytes ``b`` reads. Trimmed
+    and minimised as :func:`_product`'s result, so the result is the same.
+    """
+    ta = np.asarray(a.transitions, dtype=np.int32)
+    n_a = ta.shape[0]
+    acc_a = np.asarray(a.accepting, dtype=bool)
+    acc_b = np.asarray(b.accepting, dtype=bool)
+    src, byte, dst = b.edge_list()
+    bounds = np.searchsorted(src, np.arange(b.num_states + 1)).tolist()
+    b_bytes, b_dst = byte.tolist(), dst.tolist()
+    step = ta.item
+    pairs = [(a.start, b.start)]
+    ids = {pairs[0]: n_a}
+    rows: list[int] = []
+    cols: list[int] = []
+    targets: list[int] = []
+    for k, (qa, qb) in enumerate(pairs):  # grows while it is read
+        for e in range(bounds[qb], bounds[qb + 1]):
+            x = b_bytes[e]
+            ya = step(qa, x)
+            if ya >= 0:
+                key = (ya, b_dst[e])
+                j = ids.get(key)
+                if j is None:
+                    j = ids[key] = n_a + len(pairs)
+                    if j >= limits.max_dfa_states:
+                        raise _limit(limits, j + 1)
+                    if j * 256 > limits.max_compile_work:
+                        raise LimitExceeded(
+                            "max_compile_work",
+                            limits.max_compile_work,
+                            "the difference is too costly to build",
+                        )
+                    pairs.append(key)
+                ya = j
+            rows.append(n_a + k)
+            cols.append(x)
+            targets.append(ya)
+    firsts = np.array([qa for qa, _ in pairs], dtype=np.int64)
+    table = np.concatenate([ta, ta.take(firsts, axis=0)])
+    table[rows, cols] = targets
+    accepting = np.concatenate(
+        [acc_a, acc_a.take(firsts) & ~acc_b.take(np.array([qb for _, qb in pairs], dtype=np.int64))]
+    )
+    class_table, class_of_byte = _class_tables(ByteDFA(table, accepting, n_a))
+    return _finish(class_table, accepting, class_of_byte, n_a)
+
+
 def _limit(limits: Limits, states: int) -> LimitExceeded:
     return LimitExceeded(
         "max_dfa_states",
@@ -678,6 +736,13 @@ is_empty = is_empty_ir
 def _to_dfa(node: Node, limits: Limits) -> ByteDFA:
     if isinstance(node, Automaton):
         return _raw_dfa(node)  # the product trims and minimises anyway
+    return _cached_dfa(node, limits)
+
+
+@lru_cache(maxsize=32)
+def _cached_dfa(node: Node, limits: Limits) -> ByteDFA:
+    """:func:`ir_to_dfa`, remembered per process: one side of an operation often recurs
+    (any JSON string, less the keys each object names)."""
     return ir_to_dfa(node, limits)
 
 
@@ -689,7 +754,11 @@ def _ir_op(x: Node, y: Node, subtract: bool, limits: Limits | None, what: str) -
         return NOTHING
     if is_empty_ir(y):
         return x if subtract else NOTHING
-    res = _product(_to_dfa(x, limits), _to_dfa(y, limits), subtract, limits)
+    a, b = _to_dfa(x, limits), _to_dfa(y, limits)
+    if subtract and a.num_states <= _SMALL_MINUEND and len(b.edge_list()[0]) <= _SMALL_SUBTRAHEND:
+        res = _subtract_small(a, b, limits)
+    else:
+        res = _product(a, b, subtract, limits)
     return NOTHING if res is None else dfa_to_ir(res)
 
 
