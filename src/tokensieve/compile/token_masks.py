@@ -728,15 +728,21 @@ class TokenMaskBuilder:
         ev_owner: list[np.ndarray] = []
         report = events is not None and not skip_first_events
         held = 0
-        tail = events is None and not sparse  # the end of the walk may go on in plain Python
+        tail = not sparse  # the end of the walk may go on in plain Python
         while node.size:
             if tail and node.size <= _TAIL_PAIRS and int(self._nodes_below.take(node).sum()) <= _TAIL_NODES:
                 # a few small subtrees left: a numpy level costs more than visiting them one by one
-                nodes_left, ends_left, owners_left = self._finish_in_python(a, node, state, owner, single, chains)
+                nodes_left, ends_left, owners_left, met_left = self._finish_in_python(
+                    a, node, state, owner, single, chains, events, report
+                )
                 seen_nodes.append(nodes_left)
                 seen_ends.append(ends_left)
                 if not single:
                     seen_owner.append(owners_left)
+                if met_left is not None:
+                    ev_node.append(met_left[0])
+                    ev_state.append(met_left[1])
+                    ev_owner.append(met_left[2])
                 break
             if report:
                 assert events is not None
@@ -866,14 +872,19 @@ class TokenMaskBuilder:
         owner: np.ndarray,
         single: bool,
         chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        events: np.ndarray | None = None,
+        report: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
         """Every (node, owner) pair reached below the given pairs (themselves included), depth first.
 
         Returns the nodes, the end of each one's slice of ``sorted_tokens`` and
-        the owners. With ``chains`` (:attr:`AutomatonView.chains`), a subtree a
-        chain allows whole (a run of blanks in the indentation) is one slice;
-        the loop closures are not taken (they are rare this deep), which gives
-        the same tokens.
+        the owners, and with ``events`` the (node, state, owner) pairs met whose
+        state is in ``events`` (the given pairs only with ``report``). With
+        ``chains`` (:attr:`AutomatonView.chains`), a subtree a chain allows
+        whole (a run of blanks in the indentation) is one slice, and its events
+        are not looked for, as in the numpy levels; the loop closures are not
+        taken (they are rare this deep), which gives the same tokens, and the
+        events met below them are reported as well.
         """
         assert a.trans is not None
         # memoryviews: single entries read as Python ints, without numpy's per-call cost
@@ -881,6 +892,11 @@ class TokenMaskBuilder:
         token_mid, token_hi = self._token_mid.data, self._token_hi.data
         owners = [0] * node.size if single else owner.tolist()
         stack = list(zip(node.tolist(), state.tolist(), owners, strict=True))
+        met: list[tuple[int, int, int]] | None = None
+        event = None
+        if events is not None:
+            event = events.data
+            met = [p for p in stack if event[p[1]]] if report else []
         out_nodes: list[int] = []
         out_ends: list[int] = []
         out_owners: list[int] = []
@@ -903,10 +919,18 @@ class TokenMaskBuilder:
                 t = trans[row | byte[k]]
                 if t >= 0:
                     push((ids[k], t, o))
+                    if event is not None and event[t]:
+                        assert met is not None
+                        met.append((ids[k], t, o))
+        found = None
+        if met is not None:
+            pairs = np.array(met, dtype=np.int64).reshape(-1, 3)
+            found = (pairs[:, 0].copy(), pairs[:, 1].copy(), pairs[:, 2].copy())
         return (
             np.array(out_nodes, dtype=np.int64),
             np.array(out_ends, dtype=np.int64),
             np.array(out_owners, dtype=np.int64),
+            found,
         )
 
     def _expand_by_automaton(
