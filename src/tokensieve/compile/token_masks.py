@@ -263,6 +263,8 @@ class AutomatonView:
             self.jump_class = classes
         self.has_closures = bool(self.closes.any())
         self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        #: per state, the longest of its three chains (set with :attr:`chains`)
+        self.chain_reach: np.ndarray | None = None
         self._jump_utf8: np.ndarray | None = None
 
     @property
@@ -273,6 +275,7 @@ class AutomatonView:
         """
         if self._chains is None and self.trans is not None:
             self._chains = chain_lengths(self.trans.reshape(self.num_states, 256))
+            self.chain_reach = np.maximum(np.maximum(self._chains[0], self._chains[1]), self._chains[2])
         return self._chains
 
     @property
@@ -476,6 +479,8 @@ class TokenMaskBuilder:
         self.utf8_ok = utf8_subtree_ok(trie)
         #: per trie node, the plain ASCII, plain character and blank chains that allow its subtree whole
         self.chain_needs = node_chain_needs(trie)
+        #: per trie node, the shortest of those chains (no chain of a state shorter than it closes the node)
+        self.chain_need_min = np.minimum(np.minimum(self.chain_needs[0], self.chain_needs[1]), self.chain_needs[2])
         #: per trie node, the class chain that allows its subtree whole (the bytes below it permitting)
         self.suffix_need = node_suffix_needs(trie)
         self._regions: OrderedDict[bytes, ClassRegion] = OrderedDict()
@@ -717,9 +722,12 @@ class TokenMaskBuilder:
         utf8_ok = self.utf8_ok if has_utf8 else _EMPTY_BOOL
         # counted strings and blank runs (the indentation before a value): chains
         chains = a.chains
+        chain_reach = need_min = _EMPTY
         if chains is not None:
             ascii_len, char_len, blank_len = chains
             ascii_need, char_need, blank_need = self.chain_needs
+            assert a.chain_reach is not None  # set with the chains
+            chain_reach, need_min = a.chain_reach, self.chain_need_min
         seen_nodes: list[np.ndarray] = []
         seen_ends: list[np.ndarray] = []
         seen_owner: list[np.ndarray] = []
@@ -758,7 +766,7 @@ class TokenMaskBuilder:
                     raise FrontierTooLarge(held)
             cnt = nchild.take(node)
             end = token_mid.take(node)
-            if chains is not None:
+            if chains is not None and np.count_nonzero(need_min.take(node) <= chain_reach.take(state)):
                 # subtree closure along a chain: every suffix below is plain and no longer than the chain
                 closed = ascii_need.take(node) <= ascii_len.take(state)
                 closed |= char_need.take(node) <= char_len.take(state)
