@@ -356,15 +356,12 @@ class CompiledGrammar:
             visits += len(nxt)
             if len(out) >= _PREFETCH_STATES or visits >= _PREFETCH_VISITS:
                 break
-        ids = np.array(out, dtype=np.int64)
         reps = self._reps
-        if reps is not None and ids.size > 1:
-            # walk one state per class (``state`` is its class's representative)
-            ids = reps.take(ids)
-            _, first = np.unique(ids, return_index=True)
-            ids = ids.take(np.sort(first))
-            ids = ids[(ids == state) | ~self._known.take(ids)]
-        return ids
+        if reps is not None and len(out) > 1:
+            # walk one state per class (``state`` is its class's representative), in order met
+            firsts = dict.fromkeys(reps.take(out).tolist())
+            out = [r for r in firsts if r == state or not known[r]]
+        return np.array(out, dtype=np.int64)
 
     def _store(self, state: int, mask: np.ndarray, counted: bool = True) -> None:
         """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for."""
