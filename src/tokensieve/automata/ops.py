@@ -21,6 +21,8 @@ bytes from telling itself apart; deep automata (long counters such as
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -734,16 +736,30 @@ is_empty = is_empty_ir
 
 
 def _to_dfa(node: Node, limits: Limits) -> ByteDFA:
+    """The operand's automaton; small ones are remembered per process, as one side of an
+    operation often recurs (any JSON string, less the keys each object names)."""
     if isinstance(node, Automaton):
         return _raw_dfa(node)  # the product trims and minimises anyway
-    return _cached_dfa(node, limits)
+    key = (node, limits)
+    with _operands_lock:
+        hit = _operands.get(key)
+        if hit is not None:
+            _operands.move_to_end(key)
+            return hit
+    dfa = ir_to_dfa(node, limits)
+    if dfa.num_states <= _OPERAND_STATES:
+        with _operands_lock:
+            _operands[key] = dfa
+            while len(_operands) > _OPERANDS:
+                _operands.popitem(last=False)
+    return dfa
 
 
-@lru_cache(maxsize=32)
-def _cached_dfa(node: Node, limits: Limits) -> ByteDFA:
-    """:func:`ir_to_dfa`, remembered per process: one side of an operation often recurs
-    (any JSON string, less the keys each object names)."""
-    return ir_to_dfa(node, limits)
+#: operand automata of at most this many states (a table of 1 MB) are remembered, this many at most
+_OPERAND_STATES = 1024
+_OPERANDS = 32
+_operands: OrderedDict[tuple[Node, Limits], ByteDFA] = OrderedDict()
+_operands_lock = threading.Lock()
 
 
 def _ir_op(x: Node, y: Node, subtract: bool, limits: Limits | None, what: str) -> Node:
