@@ -208,6 +208,52 @@ def test_trim_and_minimize_random_automata(seed: int) -> None:
     assert (np.diff(order) > 0).all(), "transitions sorted by (source, class)"
 
 
+def _deep_dfa(rng: random.Random) -> tuple[list[list[int]], list[bool]]:
+    """Copies of a random chain with edges back into it: many rounds, most of them narrow."""
+    n = rng.randint(20, 120)
+    base = []
+    for s in range(n):
+        row = [s + 1 if s + 1 < n else -1, -1, -1]
+        for c in (1, 2):
+            if rng.random() < 0.3:
+                row[c] = rng.randrange(n)
+        base.append(row)
+    acc = [rng.random() < 0.15 for _ in range(n)]
+    acc[-1] = True
+    copies = rng.randint(1, 3)
+    rows = [
+        [-1 if t < 0 else t + n * ((s // n + c) % copies) for c, t in enumerate(base[s % n])]
+        for s in range(copies * n)
+    ]
+    return _all_reachable(rows, acc * copies, 0)
+
+
+@pytest.mark.parametrize("narrow", [-1, 16, 1 << 30])
+def test_refinement_rounds_in_numpy_or_in_python_agree(monkeypatch, narrow: int) -> None:
+    """Hopcroft's rounds in numpy, in plain Python once narrow, or all in plain Python: the minimal automaton.
+
+    Oracle: the state count of the list-based minimisation, which the array
+    code otherwise falls back to; here a fallback fails the test.
+    """
+    exact = minimize.minimize
+    monkeypatch.setattr(minimize, "_NARROW_ROUND", narrow)
+
+    def no_fallback(*args: object) -> None:
+        raise AssertionError("the partition of the rounds was not a congruence")
+
+    monkeypatch.setattr(minimize, "minimize", no_fallback)
+    for seed in range(60):
+        rng = random.Random(9000 + seed)
+        rows, acc = _deep_dfa(rng)
+        dfa = _edges(rows, acc)
+        trimmed = trim_edges(dfa)
+        assert trimmed is not None
+        out = minimize_edges(trimmed)
+        list_rows, list_acc = trimmed.to_rows()
+        assert out.num_states == len(exact(list_rows, list_acc, trimmed.start)[0])
+        assert _same_language(dfa, out, 3)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_unreachable_states_are_trimmed(seed: int) -> None:
     rng = random.Random(1000 + seed)

@@ -221,6 +221,8 @@ _SHIFT = np.uint64(9)
 _CORE = np.int64(1) << 40  # target class of "some state on or before a cycle"
 # levels of at most this many states are done in plain Python
 _NARROW = 32
+#: :func:`_hopcroft` goes on in plain Python once a round has at most this many pending states
+_NARROW_ROUND = 16
 
 
 class EdgeDFA:
@@ -456,6 +458,9 @@ def _hopcroft(m: int, h0: np.ndarray, e_src: np.ndarray, e_cls: np.ndarray, e_ds
     largest = int(np.argmax(sizes))
     pending = np.concatenate([elems[: first[largest]], elems[end[largest] : m]])
     while len(pending):
+        if len(pending) <= _NARROW_ROUND:
+            # long chains split one state at a time: the rounds left are narrow, in plain Python
+            return _finish_rounds(block, pending, r_src, r_cls, rptr)
         idx, counts = _spans(rptr, pending)
         if not len(idx):
             break
@@ -547,6 +552,74 @@ def _hopcroft(m: int, h0: np.ndarray, e_src: np.ndarray, e_cls: np.ndarray, e_ds
             block[moved_rest] = np.repeat(r_ids, rlen)
         pending = np.concatenate([states[np.repeat(g_new, gsize)], moved_rest])
     return block
+
+
+def _finish_rounds(
+    block: np.ndarray, pending: np.ndarray, r_src: np.ndarray, r_cls: np.ndarray, rptr: np.ndarray
+) -> np.ndarray:
+    """The rounds of :func:`_hopcroft` from its current partition on, in plain Python.
+
+    The same rounds: each state with a transition into a pending state is
+    keyed by its block and the (block, class) pairs of those transitions
+    (exact keys, not hashes); a block whose touched states differ in key, or
+    that has untouched states, splits; its largest piece keeps its number (the
+    untouched rest on a tie) and the other pieces are pending next. A round
+    costs in proportion to the transitions into the pending states, not to
+    the automaton, which pays when they are a handful (long chains split one
+    state per round).
+    """
+    block_of = block.tolist()
+    members: dict[int, set[int]] = {}
+    for q, b in enumerate(block_of):
+        members.setdefault(b, set()).add(q)
+    next_id = max(members) + 1 if members else 0
+    bounds, src_l, cls_l = rptr.tolist(), r_src.tolist(), r_cls.tolist()
+    todo = pending.tolist()
+    while todo:
+        sigs: dict[int, list[tuple[int, int]]] = {}
+        for p in todo:
+            bp = block_of[p]
+            for e in range(bounds[p], bounds[p + 1]):
+                sigs.setdefault(src_l[e], []).append((bp, cls_l[e]))
+        by_block: dict[int, dict[tuple[tuple[int, int], ...], list[int]]] = {}
+        for q, sig in sigs.items():
+            sig.sort()
+            by_block.setdefault(block_of[q], {}).setdefault(tuple(sig), []).append(q)
+        todo = []
+        for b, groups in by_block.items():
+            pieces = list(groups.values())
+            touched = sum(len(g) for g in pieces)
+            size = len(members[b])
+            if len(pieces) == 1 and touched == size:
+                continue
+            rest = size - touched
+            big = max(len(g) for g in pieces)
+            old = members[b]
+            if rest >= big:
+                keeper = None  # the untouched rest keeps the number
+                for g in pieces:
+                    old.difference_update(g)
+            else:
+                keeper = next(i for i, g in enumerate(pieces) if len(g) == big)
+                left = old
+                for g in pieces:
+                    left.difference_update(g)
+                members[b] = set(pieces[keeper])
+                if left:
+                    members[next_id] = left
+                    for q in left:
+                        block_of[q] = next_id
+                    todo.extend(left)
+                    next_id += 1
+            for i, g in enumerate(pieces):
+                if i == keeper:
+                    continue
+                members[next_id] = set(g)
+                for q in g:
+                    block_of[q] = next_id
+                todo.extend(g)
+                next_id += 1
+    return np.array(block_of, dtype=np.int64)
 
 
 def _is_congruence(
