@@ -223,7 +223,7 @@ class _Copyable:
     first: np.ndarray
     #: the accepting states of a copy
     ends: np.ndarray
-    #: ``bool (A, 256)``: the bytes read by each accepting state of the automaton (left out or not)
+    #: ``bool (256,)``: the bytes read by some accepting state of the automaton (left out or not)
     end_bytes: np.ndarray
 
 
@@ -257,11 +257,8 @@ def _copyable(node: Automaton) -> _Copyable:
     first = np.full(256, -1, dtype=np.int32)
     from_start = src == start
     first[byte[from_start]] = local.take(dst[from_start])
-    accepting = np.flatnonzero(acc)
-    rank = np.cumsum(acc) - 1
-    end_bytes = np.zeros((accepting.size, 256), dtype=bool)
-    from_end = acc.take(src)
-    end_bytes[rank.take(src[from_end]), byte[from_end]] = True
+    end_bytes = np.zeros(256, dtype=bool)
+    end_bytes[byte[acc.take(src)]] = True
     ends = np.flatnonzero(acc[keep])
     for array in (cells, targets, first, ends, end_bytes):
         array.setflags(write=False)
@@ -432,12 +429,12 @@ def _clashes(
             if (clash == -2).any():
                 groups.append({k})
             others = set(clash[clash >= 0].tolist())
-            if owner >= 0 and rows[:, first].any():
+            if owner >= 0 and rows[first].any():
                 others.add(owner)
             groups.extend({k, o} for o in others)
             taken[first] = k
 
-    none = np.zeros((0, 256), dtype=bool)
+    none = np.zeros(256, dtype=bool)
     for s in entered:
         merge(none, -1, np.where(plain[s] >= 0, -2, -1), s)
     for k, t in zip(copy_auto, copy_cont.tolist(), strict=True):
