@@ -54,11 +54,26 @@ def _spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.ndarray:
-    """States reachable from ``seeds`` along ``ptr``/``nxt`` adjacency (bool mask), frontier by frontier."""
+    """States reachable from ``seeds`` along ``ptr``/``nxt`` adjacency (bool mask), frontier by frontier.
+
+    A narrow frontier (long chains of states) is followed in plain Python for a
+    bounded number of transitions, and what is left of it goes back to the
+    numpy levels.
+    """
     seen = np.zeros(n, dtype=bool)
     seen[seeds] = True
     frontier = seeds
+    views = None
     while len(frontier):
+        if len(frontier) <= _NARROW_SEARCH:
+            if views is None:
+                views = (
+                    np.ascontiguousarray(ptr, dtype=np.int64).data,
+                    np.ascontiguousarray(nxt, dtype=np.int64).data,
+                    seen.data,
+                )
+            frontier = _search_some(*views, frontier.tolist())
+            continue
         idx, _ = _spans(ptr, frontier)
         t = nxt[idx]
         t = t[~seen[t]]
@@ -69,6 +84,27 @@ def _search(ptr: np.ndarray, nxt: np.ndarray, seeds: np.ndarray, n: int) -> np.n
         seen[t] = True
         frontier = t
     return seen
+
+
+def _search_some(ptr: memoryview, nxt: memoryview, seen: memoryview, stack: list[int]) -> np.ndarray:
+    """Depth first from ``stack`` (states already seen), marking ``seen``, for at most
+    ``_SEARCH_STEPS`` transitions; returns the states found but not yet followed."""
+    steps = 0
+    while stack and steps < _SEARCH_STEPS:
+        q = stack.pop()
+        lo, hi = ptr[q], ptr[q + 1]
+        steps += hi - lo
+        for e in range(lo, hi):
+            t = nxt[e]
+            if not seen[t]:
+                seen[t] = True
+                stack.append(t)
+    return np.array(stack, dtype=np.int64)
+
+
+#: frontiers of at most this many states are followed in plain Python, this many transitions at a time
+_NARROW_SEARCH = 32
+_SEARCH_STEPS = 4096
 
 
 def _segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
