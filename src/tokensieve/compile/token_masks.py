@@ -61,7 +61,7 @@ from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
 from .char_chains import PLAIN_SET, chain_lengths, class_chains, node_chain_needs, node_suffix_needs
 from .class_jumps import ClassJump, ClassRegion
-from .utf8_closure import HIGH_BYTES, is_utf8_closed, utf8_subtree_ok
+from .utf8_closure import HIGH_BYTES, utf8_closed_states, utf8_subtree_ok
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
@@ -234,10 +234,7 @@ class AutomatonView:
             cand = np.flatnonzero(self.has_loop)[lead >= 0]
             cand = cand[trans.take(cand * 256 + 0xF4) >= 0]
             if cand.size:
-                table = trans.reshape(s, 256)
-                for q in cand.tolist():
-                    if is_utf8_closed(q, table.__getitem__):
-                        self.utf8[q] = True
+                self.utf8[cand] = utf8_closed_states(trans.reshape(s, 256), cand)
                 self.loops[self.utf8] |= HIGH_BYTES
         self.has_utf8 = bool(self.utf8.any())
         self.not_loop = ~self.loops

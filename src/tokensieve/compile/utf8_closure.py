@@ -24,7 +24,7 @@ import numpy as np
 
 from ..vocab.trie import TokenTrie
 
-__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "utf8_node_states", "utf8_node_steps", "is_utf8_closed"]
+__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "utf8_node_states", "utf8_node_steps", "is_utf8_closed", "utf8_closed_states"]
 
 
 def _canonical_table() -> np.ndarray:
@@ -145,6 +145,53 @@ def utf8_node_steps(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
         _NODE_STEPS.clear()
     _NODE_STEPS[id(trie)] = (trie, (starts, steps))
     return starts, steps
+
+
+def utf8_closed_states(table: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """:func:`is_utf8_closed` for several states of one table at once (``bool`` per state).
+
+    The same search, one level per UTF-8 position for all the states together:
+    a (state, position) pair must read exactly the bytes that continue a
+    well-formed character (only the non-ASCII ones at a character's start),
+    return to its origin at a character's end, and reach at most 64 pairs.
+    """
+    states = np.asarray(states, dtype=np.int64)
+    ok = np.ones(states.size, dtype=bool)
+    if not states.size:
+        return ok
+    upper = np.arange(256) >= 0x80
+    seen: list[set[tuple[int, int]]] = [{(int(q), 0)} for q in states.tolist()]
+    origin = np.arange(states.size, dtype=np.int64)
+    at, pos = states.copy(), np.zeros(states.size, dtype=np.int64)
+    while origin.size:
+        rows = table.take(at, axis=0).astype(np.int64)
+        cu = UTF8_TABLE.take(pos, axis=0).astype(np.int64)
+        span = np.where((pos == 0)[:, None], upper[None, :], True)
+        valid = (cu >= 0) & span
+        bad = ((rows >= 0) & ~valid & span).any(axis=1)
+        bad |= ((rows < 0) & valid).any(axis=1)
+        bad |= ((rows != states.take(origin)[:, None]) & valid & (cu == 0)).any(axis=1)
+        ok[origin[bad]] = False
+        inner = valid & (cu > 0)
+        inner &= ok.take(origin)[:, None]
+        pair, byte = np.nonzero(inner)
+        nxt_origin, nxt_at, nxt_pos = [], [], []
+        for o, t, u in zip(origin.take(pair).tolist(), rows[pair, byte].tolist(), cu[pair, byte].tolist(), strict=True):
+            if not ok[o] or (t, u) in seen[o]:
+                continue
+            if len(seen[o]) > 64:
+                ok[o] = False
+                continue
+            seen[o].add((t, u))
+            nxt_origin.append(o)
+            nxt_at.append(t)
+            nxt_pos.append(u)
+        origin = np.array(nxt_origin, dtype=np.int64)
+        at = np.array(nxt_at, dtype=np.int64)
+        pos = np.array(nxt_pos, dtype=np.int64)
+        keep = ok.take(origin) if origin.size else np.zeros(0, dtype=bool)
+        origin, at, pos = origin[keep], at[keep], pos[keep]
+    return ok
 
 
 def is_utf8_closed(state: int, row: Callable[[int], np.ndarray]) -> bool:
