@@ -21,14 +21,13 @@ bytes from telling itself apart; deep automata (long counters such as
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
 
 from .._arrays import sorted_unique
+from .._memo import BoundedMemo
 from ..errors import GrammarError, LimitExceeded
 from ..grammar.ir import (
     NOTHING,
@@ -741,25 +740,18 @@ def _to_dfa(node: Node, limits: Limits) -> ByteDFA:
     if isinstance(node, Automaton):
         return _raw_dfa(node)  # the product trims and minimises anyway
     key = (node, limits)
-    with _operands_lock:
-        hit = _operands.get(key)
-        if hit is not None:
-            _operands.move_to_end(key)
-            return hit
+    hit = _operands.get(key)
+    if hit is not None:
+        return hit
     dfa = ir_to_dfa(node, limits)
     if dfa.num_states <= _OPERAND_STATES:
-        with _operands_lock:
-            _operands[key] = dfa
-            while len(_operands) > _OPERANDS:
-                _operands.popitem(last=False)
+        _operands.put(key, dfa)
     return dfa
 
 
-#: operand automata of at most this many states (a table of 1 MB) are remembered, this many at most
+#: operand automata of at most this many states (a table of 1 MB) are remembered, 32 of them
 _OPERAND_STATES = 1024
-_OPERANDS = 32
-_operands: OrderedDict[tuple[Node, Limits], ByteDFA] = OrderedDict()
-_operands_lock = threading.Lock()
+_operands: BoundedMemo[ByteDFA] = BoundedMemo(max_entries=32)
 
 
 def _ir_op(x: Node, y: Node, subtract: bool, limits: Limits | None, what: str) -> Node:

@@ -33,12 +33,11 @@ merged when their futures agree.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._memo import BoundedMemo
 from ..errors import LimitExceeded
 from ..grammar.ir import (
     EMPTY,
@@ -175,14 +174,13 @@ def _reads_lead(node: Automaton) -> bool:
     return bool(((lo <= PLACEHOLDER_LEAD) & (PLACEHOLDER_LEAD <= hi)).any())
 
 
-_checked: OrderedDict[Automaton, bool] = OrderedDict()
-_checked_lock = threading.Lock()
+#: whether each embedded automaton is well formed, for the last 256 asked about
+_checked: BoundedMemo[bool] = BoundedMemo(max_entries=256)
 
 
 def _well_formed(node: Automaton) -> bool:
     """Whether every state is reachable from the start and reaches acceptance (remembered per node)."""
-    with _checked_lock:
-        hit = _checked.get(node)
+    hit = _checked.get(node)
     if hit is not None:
         return hit
     src, _, _, dst = automaton_runs(node)
@@ -194,10 +192,7 @@ def _well_formed(node: Automaton) -> bool:
         rptr = np.searchsorted(dst[order], np.arange(n + 1))
         acc = np.flatnonzero(np.frombuffer(node.accepting, dtype=np.uint8))
         ok = bool(_search(rptr, src[order], acc.astype(np.int64), n).all())
-    with _checked_lock:
-        _checked[node] = ok
-        while len(_checked) > 256:
-            _checked.popitem(last=False)
+    _checked.put(node, ok)
     return ok
 
 
@@ -229,11 +224,9 @@ class _Copyable:
 
 def _copyable(node: Automaton) -> _Copyable:
     """:class:`_Copyable` of ``node``, remembered per process (up to ``_COPYABLE_BYTES``)."""
-    with _copyable_lock:
-        hit = _copyables.get(node)
-        if hit is not None:
-            _copyables.move_to_end(node)
-            return hit
+    hit = _copyables.get(node)
+    if hit is not None:
+        return hit
     n = node.num_states
     acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
     start = node.start
@@ -265,21 +258,13 @@ def _copyable(node: Automaton) -> _Copyable:
     got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes)
     size = cells.nbytes + targets.nbytes + end_bytes.nbytes
     if size <= _COPYABLE_BYTES // 4:
-        with _copyable_lock:
-            _copyables[node] = got
-            _copyable_sizes[node] = size
-            total = sum(_copyable_sizes.values())
-            while total > _COPYABLE_BYTES:
-                old, _ = _copyables.popitem(last=False)
-                total -= _copyable_sizes.pop(old)
+        _copyables.put(node, got, size)
     return got
 
 
 #: bytes of embedded automata kept ready for splicing (format and length-bounded strings recur)
 _COPYABLE_BYTES = 64 << 20
-_copyables: OrderedDict[Automaton, _Copyable] = OrderedDict()
-_copyable_sizes: dict[Automaton, int] = {}
-_copyable_lock = threading.Lock()
+_copyables: BoundedMemo[_Copyable] = BoundedMemo(max_size=_COPYABLE_BYTES)
 
 
 def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | frozenset[int]:

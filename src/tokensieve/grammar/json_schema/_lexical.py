@@ -12,12 +12,11 @@ import functools
 import itertools
 import json
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..._memo import BoundedMemo
 from ...automata import ops as _ops
 from ...automata.build import ir_to_dfa
 from ...automata.counted import cached_counted_repeat
@@ -79,8 +78,7 @@ def has_ops() -> bool:
 _OP_CACHE_ENTRIES = 64
 #: results larger than this many automaton states are not kept
 _OP_CACHE_MAX_STATES = 50_000
-_op_cache: OrderedDict[tuple[Any, ...], Node] = OrderedDict()
-_op_lock = threading.Lock()
+_op_cache: BoundedMemo[Node] = BoundedMemo(max_entries=_OP_CACHE_ENTRIES)
 
 
 def _cached_op(name: str, fn: Callable[[Node, Node, Any], Node], x: Node, y: Node, limits: Any) -> Node:
@@ -91,17 +89,12 @@ def _cached_op(name: str, fn: Callable[[Node, Node, Any], Node], x: Node, y: Nod
     across the lenient compiler's attempts, and their products cost seconds.
     """
     key = (name, x, y, limits)
-    with _op_lock:
-        hit = _op_cache.get(key)
-        if hit is not None:
-            _op_cache.move_to_end(key)
-            return hit
+    hit = _op_cache.get(key)
+    if hit is not None:
+        return hit
     result = fn(x, y, limits)
     if getattr(result, "num_states", 0) <= _OP_CACHE_MAX_STATES:
-        with _op_lock:
-            _op_cache[key] = result
-            while len(_op_cache) > _OP_CACHE_ENTRIES:
-                _op_cache.popitem(last=False)
+        _op_cache.put(key, result)
     return result
 
 
