@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler
+from tokensieve.compile import shared_masks
 from tokensieve.compile.shared_masks import mask_representatives
 from tokensieve.compile.vocab_cache import mask_builder_for
 from tokensieve.vocab import TokenizerInfo
@@ -22,6 +23,8 @@ PATTERNS = [
     r"[0-9]{3,400}",
     r"( {0,40}x){1,12}",
     r"(ab|a){0,200}c",
+    r"( {0,70}x){1,4}",
+    r"([ -~]{5,120}\n){1,3}",
 ]
 
 
@@ -43,30 +46,43 @@ def long_info() -> TokenizerInfo:
         [b"a" * n for n in (17, 20, 33)] + [b" " * n for n in (18, 40)] + [b"1" * 25, b'abc"' + b"x" * 15]
     )
     vocab += [b"ab" * 12, b"0123456789" * 3, b'"' + b" " * 20 + b"x", b"x" * 16 + b'",1']
+    vocab += [b"a" * 60, b" " * 55, b"b" + b"c" * 50 + b"\n"]  # longer than any chain (48 steps)
     return TokenizerInfo(
         vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
     )
 
 
-@pytest.mark.parametrize("pattern", PATTERNS)
-@pytest.mark.parametrize("which", ["tiny", "long"])
-def test_every_state_gets_its_own_exact_mask(tiny_info, long_info, pattern: str, which: str) -> None:
-    tiny_info = tiny_info if which == "tiny" else long_info
-    compiled = GrammarCompiler(tiny_info, precompute=False, cache_enabled=False).compile_regex(pattern)
+def _check_every_state(info: TokenizerInfo, pattern: str) -> None:
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(pattern)
     assert compiled.num_states > 256
     reps = compiled._representatives()
     assert reps is not None and np.unique(reps).size < compiled.num_states  # sharing happens
-    builder = mask_builder_for(tiny_info)
-    vocab = tiny_info.decoded_vocab
-    special = set(tiny_info.special_token_ids)
+    builder = mask_builder_for(info)
+    vocab = info.decoded_vocab
+    special = set(info.special_token_ids)
     order = list(range(compiled.num_states))
     np.random.default_rng(7).shuffle(order)  # representatives are not always met first
     for s in order:
         got = compiled.token_mask(s)
         np.testing.assert_array_equal(got, builder.compute(compiled.automaton, [s]).mask(0))
-        bits = np.unpackbits(got.view(np.uint8), bitorder="little")[: tiny_info.vocab_size]
-        allowed = {int(t) for t in np.flatnonzero(bits)} - set(tiny_info.stop_token_ids)
+        bits = np.unpackbits(got.view(np.uint8), bitorder="little")[: info.vocab_size]
+        allowed = {int(t) for t in np.flatnonzero(bits)} - set(info.stop_token_ids)
         assert allowed == _alive_tokens(compiled.dfa, s, vocab) - special, s
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("which", ["tiny", "long"])
+def test_every_state_gets_its_own_exact_mask(tiny_info, long_info, pattern: str, which: str) -> None:
+    _check_every_state(tiny_info if which == "tiny" else long_info, pattern)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("few", [0, 3])
+def test_long_tokens_run_in_numpy_steps_then_one_by_one(long_info, monkeypatch, pattern: str, few: int) -> None:
+    # the vocabulary has about a dozen long tokens: with fewer left to the plain-Python end, the
+    # numpy steps over byte positions (from the state, and from the end of a chain) do the work
+    monkeypatch.setattr(shared_masks, "_FEW_LONG", few)
+    _check_every_state(long_info, pattern)
 
 
 def test_precompute_then_lookups_agree(long_info) -> None:
@@ -247,3 +263,4 @@ def test_a_relabelled_state_without_predecessors_ends_the_rounds() -> None:
     reps = mask_representatives(table, acc, 16)
     np.testing.assert_array_equal(reps, _reference(table, acc, 16))
     assert reps[0] == 0 and reps[1] == reps[2] == 1
+

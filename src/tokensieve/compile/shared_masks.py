@@ -456,65 +456,74 @@ class LongTokens:
 
         ``chains``: the state's chain length of each kind
         (:func:`~tokensieve.compile.char_chains.chain_lengths`), if known; tokens
-        of a kind no longer than the state's chain pass without a run.
+        of a kind no longer than the state's chain pass without a run, and the
+        longer ones of a one-byte-per-step kind run only their bytes past the
+        chain, from its end.
         ``survivors``: :meth:`survivors` of a state equivalent to ``state``, if
-        known (only they are run, one by one).
+        known (only they can pass).
         """
         out = np.bitwise_and(base, ~self.mask, out=friendly_zeros(base.shape[0]))
         if not self.ids.size:
             return out
-        if survivors is not None:
-            if survivors.size:
-                start = np.full(survivors.size, state, dtype=np.int64)
-                ok = self._run_each(transitions.reshape(-1), survivors, start, 0)
-                if ok.size:
-                    or_distinct_bits(out, self.words.take(ok), self.bits.take(ok))
-            return out
-        row = transitions[state]
-        # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
-        loops = np.packbits(row == state, bitorder="little").view(np.uint64)
-        away = self.byte_sets & ~loops
-        outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
         flat = transitions.reshape(-1)
         ended: list[np.ndarray] = []
-        passed = ~outside  # tokens of loop bytes; then those a chain covers
+        if survivors is not None:
+            if not survivors.size:
+                return out
+            idx = survivors
+        else:
+            # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
+            loops = np.packbits(transitions[state] == state, bitorder="little").view(np.uint64)
+            away = self.byte_sets & ~loops
+            outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
+            ended.append(np.flatnonzero(~outside))
+            idx = np.flatnonzero(outside)
         if chains is not None:
+            step = flat.item
             for kind, (need, length) in enumerate(zip(self.needs, chains, strict=True)):
-                if not length:
+                if not length or not idx.size:
                     continue
-                covered = outside & (need <= length)
-                passed |= covered
-                outside &= ~covered
-                if kind == _CHARS:
-                    continue
-                # longer tokens of a one-byte-per-step kind: the chain's steps hold, run the rest from its end
-                longer = np.flatnonzero(outside & (need < NOT_OF_KIND))
-                if longer.size:
-                    outside[longer] = False
-                    end = state
-                    for _ in range(length):
-                        end = int(flat[end * 256 + _CHAIN_BYTE[kind]])
-                    ended.append(self._run_each(flat, longer, np.full(longer.size, end, dtype=np.int64), length))
-        ended.append(np.flatnonzero(passed))
-        idx = np.flatnonzero(outside)  # the others run byte by byte
+                wanted = need.take(idx)
+                covered = wanted <= length
+                ended.append(idx[covered])
+                if kind != _CHARS:
+                    # longer tokens of a one-byte-per-step kind: the chain's steps hold, the rest runs from its end
+                    longer = ~covered & (wanted < NOT_OF_KIND)
+                    if longer.any():
+                        end = state
+                        for _ in range(length):
+                            end = step((end << 8) | _CHAIN_BYTE[kind])
+                        ended.append(self._run(flat, idx[longer], end, length))
+                        covered |= longer
+                idx = idx[~covered]
+        ended.append(self._run(flat, idx, state, 0))
+        ok = np.concatenate(ended)
+        if ok.size:
+            or_distinct_bits(out, self.words.take(ok), self.bits.take(ok))
+        return out
+
+    def _run(self, flat: np.ndarray, idx: np.ndarray, state: int, start: int) -> np.ndarray:
+        """The tokens of ``idx`` (sorted) whose bytes from ``start`` on run to their end from ``state``.
+
+        One numpy step per byte position while many are still going, then one by one.
+        """
         cur = np.full(idx.size, state, dtype=np.int64)
-        for j, m in enumerate(self.active.tolist()):
-            if idx.size <= _FEW_LONG:
-                ended.append(self._run_each(flat, idx, cur, j))
-                idx = idx[:0]
+        ended: list[np.ndarray] = []
+        active = self.active
+        j = start
+        while idx.size > _FEW_LONG:
+            if j >= active.size:
                 break
-            k = int(np.searchsorted(idx, m))  # idx is sorted: rows >= m have no byte j
+            k = int(np.searchsorted(idx, active[j]))  # idx is sorted: rows >= active[j] have no byte j
             if k < idx.size:
                 ended.append(idx[k:])
                 idx, cur = idx[:k], cur[:k]
             nxt = flat.take(cur * 256 + self.columns[j].take(idx))
             live = nxt >= 0
             idx, cur = idx[live], nxt[live]
-        ended.append(idx)
-        ok = np.concatenate(ended)
-        if ok.size:
-            or_distinct_bits(out, self.words.take(ok), self.bits.take(ok))
-        return out
+            j += 1
+        ended.append(self._run_each(flat, idx, cur, j))
+        return np.concatenate(ended) if len(ended) > 1 else ended[0]
 
     def _run_each(
         self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, start: int, stop: int | None = None
