@@ -264,3 +264,28 @@ def test_a_relabelled_state_without_predecessors_ends_the_rounds() -> None:
     np.testing.assert_array_equal(reps, _reference(table, acc, 16))
     assert reps[0] == 0 and reps[1] == reps[2] == 1
 
+
+def test_auto_precompute_walks_one_state_per_class_within_its_budget(long_info) -> None:
+    pattern = PATTERNS[0]  # a string of up to 300 characters: 307 states, above the threshold below
+    eager = GrammarCompiler(long_info, precompute=True, cache_enabled=False).compile_regex(pattern)
+    timed = GrammarCompiler(
+        long_info, cache_enabled=False, auto_precompute_max_states=100, auto_precompute_budget_s=60
+    ).compile_regex(pattern)
+    none = GrammarCompiler(
+        long_info, cache_enabled=False, auto_precompute_max_states=100, auto_precompute_budget_s=0
+    ).compile_regex(pattern)
+    assert timed.num_states > 100
+    reps = timed._representatives()
+    assert reps is not None
+    classes = np.unique(reps)
+    assert timed._known[classes].all()  # every class's mask, at compile time
+    assert not none._known[classes[classes != none.start_state]].any()  # only the start state's
+    assert not none.precompute(budget_s=0.0)  # out of time before the first walk
+    for s in range(eager.num_states):
+        np.testing.assert_array_equal(timed.token_mask(s), eager.token_mask(s))
+        np.testing.assert_array_equal(none.token_mask(s), eager.token_mask(s))
+
+
+def test_a_negative_precompute_budget_is_refused(long_info) -> None:
+    with pytest.raises(ValueError, match="auto_precompute_budget_s"):
+        GrammarCompiler(long_info, auto_precompute_budget_s=-1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ _PREFETCH_PERMISSIVE = 8
 _PREFETCH_VISITS = 4096
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
+#: restrictive states per walk when precomputing within a time budget (so that it can stop)
+_BUDGETED_BATCH = 2048
 #: a walk of several states holds at most this many (trie node, state) pairs; a
 #: bigger one is split (an automaton whose states each reach much of the trie, such
 #: as a long counted repetition of letters, would otherwise need gigabytes)
@@ -249,13 +252,33 @@ class CompiledGrammar:
         if self._transitions is not None:
             self.automaton.chains  # noqa: B018 - built and kept by the view
 
-    def precompute(self, states: Iterable[int] | None = None) -> None:
+    def precompute(self, states: Iterable[int] | None = None, *, budget_s: float | None = None) -> bool:
         """Compute the masks of ``states`` (all states by default), many per walk.
 
-        When the packed masks of a batch of states fit in a few megabytes they
-        are all packed now; otherwise masks with few tokens are kept as token
-        lists and packed on first use (a few microseconds).
+        Only one state per class of states sharing a mask is walked
+        (:mod:`~tokensieve.compile.shared_masks`); the others derive theirs
+        from it on first use. When the packed masks of a batch of states fit in
+        a few megabytes they are all packed now; otherwise masks with few
+        tokens are kept as token lists and packed on first use (a few
+        microseconds).
+
+        Parameters
+        ----------
+        states
+            The states whose masks to compute; all by default.
+        budget_s
+            Stop starting new walks once this many seconds have gone (the
+            states left are computed on first use, as without precomputing).
+            Restrictive states come first, then permissive ones, each in
+            the order of their numbers (breadth-first from the start state in
+            minimised automata).
+
+        Returns
+        -------
+        bool
+            Whether every requested mask is known now.
         """
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
         if states is None:
             todo = np.arange(self.num_states, dtype=np.int64)
         else:
@@ -265,15 +288,18 @@ class CompiledGrammar:
             todo = sorted_unique(reps.take(todo))  # the other states derive their masks on first use
         todo = todo[~self._known[todo]]
         if not todo.size:
-            return
+            return True
         view = self.automaton
         permissive = view.permissive[todo]
         strict, loose = todo[~permissive], todo[permissive]
         # a permissive state's frontier holds thousands of nodes: fewer of them per walk
-        chunks = [strict[i : i + _PRECOMPUTE_BATCH] for i in range(0, strict.size, _PRECOMPUTE_BATCH)]
+        size = _PRECOMPUTE_BATCH if deadline is None else _BUDGETED_BATCH
+        chunks = [strict[i : i + size] for i in range(0, strict.size, size)]
         chunks += [loose[i : i + _PREFETCH_PERMISSIVE] for i in range(0, loose.size, _PREFETCH_PERMISSIVE)]
         chunks.reverse()
         while chunks:
+            if deadline is not None and time.perf_counter() > deadline:
+                return False
             chunk = chunks.pop()
             try:
                 batch = self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER)
@@ -282,6 +308,7 @@ class CompiledGrammar:
                 chunks += [chunk[half:], chunk[:half]]
                 continue
             self._add_batch(batch)
+        return True
 
     def _add_batch(self, batch: MaskBatch) -> None:
         """Keep a batch's masks, packed at once when they fit in a few megabytes.

@@ -43,13 +43,20 @@ class GrammarCompiler:
         automata of at most ``auto_precompute_max_states`` states none of which
         is permissive (loops on many bytes, like ``[a-z]+`` or the inside of a
         string, or leaves on most bytes, like ``.``: such masks are large and
-        each costs a walk of its own); otherwise the start state's mask is
-        computed at compile time and the rest lazily; the grammar-wide tables
-        the lazy masks use (which states share masks, the chain lengths) are
-        built at compile time too, so that no decoding step pays for them.
+        each costs a walk of its own). Otherwise the grammar-wide tables of
+        shared masks (which states share the mask of their short tokens, the
+        chain lengths) are built at compile time, and then the masks of one
+        state per class of states sharing a mask, restrictive states first,
+        until ``auto_precompute_budget_s`` has gone; the states left are
+        computed on first use, and the other states of a class derive their
+        mask from their class's on first use (tens of microseconds).
     auto_precompute_max_states
-        The ``"auto"`` threshold (a batched walk of a few thousand restrictive
-        states costs a few milliseconds).
+        The ``"auto"`` threshold for computing every state's mask (a batched
+        walk of a few thousand restrictive states costs a few milliseconds).
+    auto_precompute_budget_s
+        The ``"auto"`` time budget for the masks of larger or permissive
+        automata, in seconds (``0`` computes only the start state's mask at
+        compile time).
     cache_enabled
         Keep compiled grammars keyed by their source, so compiling the same
         constraint twice is free.
@@ -64,6 +71,7 @@ class GrammarCompiler:
         limits: Limits | None = None,
         precompute: bool | Literal["auto"] = "auto",
         auto_precompute_max_states: int = 1 << 14,
+        auto_precompute_budget_s: float = 0.2,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
     ) -> None:
@@ -73,6 +81,9 @@ class GrammarCompiler:
             raise ValueError(f"precompute must be True, False or 'auto', not {precompute!r}")
         self.precompute = precompute
         self.auto_precompute_max_states = auto_precompute_max_states
+        if not auto_precompute_budget_s >= 0:
+            raise ValueError(f"auto_precompute_budget_s must be at least 0, not {auto_precompute_budget_s!r}")
+        self.auto_precompute_budget_s = float(auto_precompute_budget_s)
         self.cache_enabled = cache_enabled
         self.max_cached_grammars = max_cached_grammars
         self._cache: OrderedDict[tuple[str, str], CompiledGrammar] = OrderedDict()
@@ -337,6 +348,8 @@ class GrammarCompiler:
             else:
                 compiled.prepare()
                 compiled.token_mask(compiled.start_state)
+                if self.auto_precompute_budget_s > 0:
+                    compiled.precompute(budget_s=self.auto_precompute_budget_s)
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
             key[0],
