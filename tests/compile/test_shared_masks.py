@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler
 from tokensieve.compile import shared_masks
+from tokensieve.compile.char_chains import MAX_CHAIN
 from tokensieve.compile.shared_masks import mask_representatives
 from tokensieve.compile.vocab_cache import mask_builder_for
 from tokensieve.vocab import TokenizerInfo
@@ -23,8 +24,8 @@ PATTERNS = [
     r"[0-9]{3,400}",
     r"( {0,40}x){1,12}",
     r"(ab|a){0,200}c",
-    r"( {0,70}x){1,4}",
-    r"([ -~]{5,120}\n){1,3}",
+    f"( {{0,{MAX_CHAIN + 22}}}x){{1,4}}",
+    f"([ -~]{{5,{MAX_CHAIN + 72}}}\\n){{1,3}}",
 ]
 
 
@@ -46,7 +47,8 @@ def long_info() -> TokenizerInfo:
         [b"a" * n for n in (17, 20, 33)] + [b" " * n for n in (18, 40)] + [b"1" * 25, b'abc"' + b"x" * 15]
     )
     vocab += [b"ab" * 12, b"0123456789" * 3, b'"' + b" " * 20 + b"x", b"x" * 16 + b'",1']
-    vocab += [b"a" * 60, b" " * 55, b"b" + b"c" * 50 + b"\n"]  # longer than any chain (48 steps)
+    # longer than any chain: their first MAX_CHAIN bytes hold, the rest runs from the chain's end
+    vocab += [b"a" * (MAX_CHAIN + 12), b" " * (MAX_CHAIN + 7), b"b" + b"c" * 50 + b"\n", b"bcd" * 7]
     return TokenizerInfo(
         vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
     )
@@ -118,6 +120,29 @@ def test_long_token_survivors_are_those_alive_after_the_sharing_depth(long_info,
         np.testing.assert_array_equal(with_survivors, long_tokens.apply(base, table, s))
     assert listed  # the short list applies somewhere
 
+
+
+def test_long_tokens_of_looping_states_by_their_own_loop_bytes(long_info) -> None:
+    # states of two families loop on different bytes; what one family's loop bytes let pass is
+    # remembered per set of loop bytes and must not be reused for the other
+    compiled = GrammarCompiler(long_info, precompute=False, cache_enabled=False).compile_regex(
+        r"(a[b-z]*){0,40};(c[0-9]*){0,40}"
+    )
+    table = compiled.dfa.transitions
+    builder = mask_builder_for(long_info)
+    fresh = shared_masks.LongTokens(
+        long_info.decoded_vocab, long_info.special_token_ids, builder.num_words, shared_masks.SHARE_DEPTH
+    )
+    looping = [s for s in range(compiled.num_states) if (table[s] == s).any()]
+    loop_sets = {tuple(np.flatnonzero(table[s] == s)) for s in looping}
+    assert len(loop_sets) >= 2
+    zero = np.zeros(builder.num_words, dtype=np.int32)
+    vocab = long_info.decoded_vocab
+    for s in looping[::-1] + looping:
+        got = fresh.apply(zero, table, s)
+        bits = np.unpackbits(got.view(np.uint8), bitorder="little")
+        want = {t for t in fresh.ids.tolist() if compiled.dfa.step(s, vocab[t]) >= 0}
+        assert {int(t) for t in np.flatnonzero(bits)} == want, s
 
 def _random_dfa(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     table = np.full((n, 256), -1, dtype=np.int32)
@@ -227,8 +252,6 @@ def test_many_classes_agree_with_plain_refinement(n: int) -> None:
 def test_hash_collisions_are_split_exactly(monkeypatch, columns: str) -> None:
     """Every row hashed alike, and every column (or columns by their first entry only):
     the exact fallbacks give the same classes."""
-    from tokensieve.compile import shared_masks
-
     def column_weights(rows: int) -> np.ndarray:
         w = np.zeros(rows, dtype=np.int32)
         if columns == "by_first_row":

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Chains are followed for at most this many steps; deeper subtrees are walked further down.
-MAX_CHAIN = 48
+MAX_CHAIN = 128
 
 #: The plain ASCII bytes: printable, neither ``"`` nor ``\\``.
 PLAIN_BYTES = np.array([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], dtype=np.int64)

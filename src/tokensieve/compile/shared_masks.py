@@ -76,6 +76,8 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
 _SMALL = 1000
 #: long tokens still running when at most this many are left are run one by one in plain Python
 _FEW_LONG = 16
+#: loop byte sets whose split of the long tokens is remembered (a handful per grammar)
+_LOOP_SETS = 256
 #: :meth:`LongTokens.survivors` gives up when more than ``_FEW_LONG`` are alive after this many bytes
 _SURVIVOR_BYTES = 3
 #: the chain kind counted in characters (see char_chains), and a byte that steps along each kind's chain
@@ -414,6 +416,9 @@ class LongTokens:
         mask = np.zeros(num_words, dtype=np.int32)
         np.bitwise_or.at(mask, self.words, self.bits)
         self.mask = mask
+        self._others = ~mask  # every token but these
+        # per set of bytes a state loops on: the tokens not made only of them (see apply)
+        self._outside: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
         # the chain each token needs from a state to pass whole (see char_chains)
         needs = np.array([token_needs(decoded_vocab[t]) for t in ids], dtype=np.int64).reshape(-1, 3)
         self.needs = np.ascontiguousarray(needs.T)  # one row per chain kind
@@ -462,7 +467,7 @@ class LongTokens:
         ``survivors``: :meth:`survivors` of a state equivalent to ``state``, if
         known (only they can pass).
         """
-        out = np.bitwise_and(base, ~self.mask, out=friendly_zeros(base.shape[0]))
+        out = np.bitwise_and(base, self._others, out=friendly_zeros(base.shape[0]))
         if not self.ids.size:
             return out
         flat = transitions.reshape(-1)
@@ -473,11 +478,18 @@ class LongTokens:
             idx = survivors
         else:
             # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
-            loops = np.packbits(transitions[state] == state, bitorder="little").view(np.uint64)
-            away = self.byte_sets & ~loops
-            outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
-            ended.append(np.flatnonzero(~outside))
-            idx = np.flatnonzero(outside)
+            loops = np.packbits(transitions[state] == state, bitorder="little")
+            key = loops.tobytes()
+            split = self._outside.get(key)
+            if split is None:
+                away = self.byte_sets & ~loops.view(np.uint64)
+                outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
+                split = (np.flatnonzero(~outside), np.flatnonzero(outside))
+                if len(self._outside) >= _LOOP_SETS:
+                    self._outside.clear()
+                self._outside[key] = split
+            ended.append(split[0])
+            idx = split[1]
         if chains is not None:
             step = flat.item
             for kind, (need, length) in enumerate(zip(self.needs, chains, strict=True)):
