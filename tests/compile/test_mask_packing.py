@@ -42,3 +42,28 @@ def test_friendly_rows_are_distinct_zeroed_and_aligned() -> None:
         row[:] = 7  # writing one row must not show in another
     assert len(addresses) == len(rows)
     assert all((row == 7).all() for row in rows)
+
+
+@pytest.mark.parametrize("at_once", [True, False])
+def test_rows_packed_from_token_lists_carry_every_stop_token_where_accepting(monkeypatch, at_once: bool) -> None:
+    from support.tiny_vocab import make_tiny_vocab
+
+    from tokensieve import GrammarCompiler
+    from tokensieve.compile import compiled_grammar
+    from tokensieve.vocab import TokenizerInfo
+
+    if not at_once:  # every batch keeps its token lists, each row packed on first use
+        monkeypatch.setattr(compiled_grammar, "_PACK_AT_ONCE_BYTES", 0)
+
+    vocab = make_tiny_vocab()
+    stops = [0, 1, 3, 40]  # three in the first word, one in the second
+    info = TokenizerInfo(vocab, vocab_size=len(vocab) + 13, stop_token_ids=stops, special_token_ids=stops)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(r"(ab|c)[0-9]{0,3}")
+    seen = set()
+    for state in range(compiled.num_states):
+        bits = np.unpackbits(compiled.token_mask(state).view(np.uint8), bitorder="little")
+        got = {t for t in stops if bits[t]}
+        accepting = compiled.is_accepting(state)
+        assert got == (set(stops) if accepting else set()), state
+        seen.add(accepting)
+    assert seen == {True, False}

@@ -189,17 +189,19 @@ class CompiledGrammar:
                         base, self._transitions, state, lengths, survivors
                     )
                     mask.setflags(write=False)
-                    self._store(state, mask)
+                    self._store(state, mask, friendly=True)
                     return mask
         with self._lock:  # the batches may be dropped by another thread
             batch_id = int(self._batch_of[state])
             batch = self._batches[batch_id] if batch_id >= 0 else None
             index = int(self._index_in_batch[state])
+        friendly = False
         if batch is not None:
             mask = batch.mask(index)
             if batch.packed is not None:  # a row of the batch: its memory is counted already
                 self._store(state, mask, counted=False)
                 return mask
+            friendly = index not in batch.dense  # packed from its token list just now
         else:
             if state == self.start_state:
                 batch = self._builder.compute(self.automaton, [state])
@@ -216,7 +218,7 @@ class CompiledGrammar:
                 self._add_batch(batch)
             mask = batch.mask(0)
         mask.setflags(write=False)
-        self._store(state, mask)
+        self._store(state, mask, friendly=friendly)
         return mask
 
     def _representatives(self) -> np.ndarray | None:
@@ -390,11 +392,16 @@ class CompiledGrammar:
             out = [r for r in firsts if r == state or not known[r]]
         return np.array(out, dtype=np.int64)
 
-    def _store(self, state: int, mask: np.ndarray, counted: bool = True) -> None:
-        """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for."""
-        friendly = copy_friendly(mask)
-        if friendly is not mask:  # a slow place to copy from: the copy is counted
-            mask, counted = friendly, True
+    def _store(self, state: int, mask: np.ndarray, counted: bool = True, friendly: bool = False) -> None:
+        """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for.
+
+        ``friendly``: ``mask`` was made by :func:`~tokensieve.bitmask.friendly_zeros`, so it
+        already sits where copies from it are fast.
+        """
+        if not friendly:
+            placed = copy_friendly(mask)
+            if placed is not mask:  # a slow place to copy from: the copy is counted
+                mask, counted = placed, True
         size = mask.nbytes if counted else 0
         with self._lock:
             if state in self._masks:

@@ -106,7 +106,7 @@ _BINCOUNT_MIN = 256
 #: ... when they fill at least one word in this many (a ``bincount`` costs a pass over the whole row)
 _BINCOUNT_DENSITY = 8
 #: ... and lists of at most this many by a plain loop
-_LOOP_MAX = 8
+_LOOP_MAX = 5
 
 
 class FrontierTooLarge(Exception):
@@ -354,6 +354,7 @@ class MaskBatch:
         self._num_words = builder.num_words
         self._stop_words = builder._stop_words
         self._stop_bits = builder._stop_bits
+        self._stop_pairs = builder.stop_pairs
 
     def __len__(self) -> int:
         return int(self.states.shape[0])
@@ -384,8 +385,9 @@ class MaskBatch:
         lo, hi = int(self.starts[index]), int(self.starts[index + 1])
         out = friendly_zeros(self._num_words, np.uint32)
         or_distinct_bits(out, self.words[lo:hi], self.bits[lo:hi])
-        if self.accepting[index] and self._stop_words.size:
-            np.bitwise_or.at(out, self._stop_words, self._stop_bits)
+        if self.accepting[index]:
+            for word, bit in self._stop_pairs:
+                out[word] |= bit
         return out.view(np.int32)
 
     def pack_all(self) -> np.ndarray:
@@ -466,6 +468,11 @@ class TokenMaskBuilder:
 
         self._stop_words = self.stop_token_ids >> 5
         self._stop_bits = np.left_shift(np.uint32(1), (self.stop_token_ids & 31).astype(np.uint32))
+        #: ``(word, bit)`` of the stop tokens, merged per word, as Python ints
+        merged: dict[int, int] = {}
+        for word, bit in zip(self._stop_words.tolist(), self._stop_bits.tolist(), strict=True):
+            merged[word] = merged.get(word, 0) | bit
+        self.stop_pairs = tuple(merged.items())
         # word index and bit of every token, in byte-sorted order
         self._sorted_word = self._sorted_tokens >> 5
         self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
