@@ -19,10 +19,17 @@ from tokensieve.grammar.ir import EMPTY, RuleRef, alt, concat, literal, optional
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
-def test_masks_equal_earley_oracle(tiny_info, name: str) -> None:
+@pytest.mark.parametrize("walks", ["auto", "lazy", "eager"])
+def test_masks_equal_earley_oracle(tiny_info, name: str, walks: str) -> None:
+    # auto: the frames' walks at compile time within the default budget; lazy: none (each on the
+    # first mask that needs it, with its neighbours'); eager: every one, in batches of several
+    options = {"auto": {}, "lazy": {"auto_precompute_budget_s": 0}, "eager": {"precompute": True}}[walks]
     grammar = GRAMMARS[name]
-    compiled = GrammarCompiler(tiny_info).compile_grammar(grammar)
+    compiled = GrammarCompiler(tiny_info, cache_enabled=False, **options).compile_grammar(grammar)
     assert isinstance(compiled, CompiledPushdownGrammar)
+    if walks == "eager":  # every class's walk is known before the first step
+        reps = {q for classes in compiled._walk_reps.values() for q in classes}
+        assert reps and all((q, 0, b"") in compiled._walks for q in reps)
     checked = check_random_walks(
         compiled, grammar, tiny_info, seed=zlib.crc32(name.encode()), walks=4, steps=10, eos=EOS
     )

@@ -326,6 +326,10 @@ class GrammarCompiler:
             pda = CompiledPushdownGrammar(dfa, self.tokenizer_info, self.limits, kind=key[0], source=source)
             if self.precompute is not False:
                 pda.token_mask(pda.start_state)
+                if self.precompute is True:
+                    pda.precompute()
+                elif self.auto_precompute_budget_s > 0:
+                    pda.precompute(budget_s=self.auto_precompute_budget_s)
             logger.info(
                 "compiled %s grammar: %d rules, %d DFA states in %.2f ms",
                 key[0],

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,10 @@ _PREFETCH_STATES = 16
 _PREFETCH_PERMISSIVE = 8
 #: a batch of walks holding more (trie node, state) pairs is given up for a walk of one
 _MAX_FRONTIER = 2_000_000
+#: :meth:`CompiledPushdownGrammar.precompute` walks at most this many frames (each keeps a mask)...
+_PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 4
+#: ...this many restrictive ones per walk
+_PRECOMPUTE_BATCH = 64
 
 
 class CompiledPushdownGrammar:
@@ -238,6 +243,58 @@ class CompiledPushdownGrammar:
                 _, old = self._masks.popitem(last=False)
                 self._mask_bytes -= old.nbytes
             return mask
+
+    def precompute(self, budget_s: float | None = None) -> bool:
+        """Walk the frames of the grammar's states from the root now, so that decoding steps need not.
+
+        One state per class of states with the same walk (see
+        :meth:`_walk_representative`), restrictive states first, several per
+        walk; at most :data:`_PRECOMPUTE_WALKS` of them, so the memo of walks
+        keeps them. A matcher state's mask is then the union of these walks and
+        of the walks of deeper stack suffixes from their escape nodes (few
+        nodes, done on first use).
+
+        Parameters
+        ----------
+        budget_s
+            Stop starting new walks once this many seconds have gone.
+
+        Returns
+        -------
+        bool
+            Whether every such walk is known now.
+        """
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        with self._lock:
+            reps: set[int] = set()
+            for r, start in enumerate(self._rule_start):
+                self._walk_representative(start)  # the rule's classes
+                reps.update(self._walk_reps[r])
+                if deadline is not None and time.perf_counter() > deadline:
+                    return False
+            todo = [q for q in sorted(reps) if (q, 0, b"") not in self._walks]
+            complete = len(todo) <= _PRECOMPUTE_WALKS
+            todo = todo[:_PRECOMPUTE_WALKS]
+            permissive = self._view().permissive
+            strict = [q for q in todo if not permissive[q]]
+            loose = [q for q in todo if permissive[q]]
+            chunks = [strict[i : i + _PRECOMPUTE_BATCH] for i in range(0, len(strict), _PRECOMPUTE_BATCH)]
+            chunks += [loose[i : i + _PREFETCH_PERMISSIVE] for i in range(0, len(loose), _PREFETCH_PERMISSIVE)]
+            chunks.reverse()
+            while chunks:
+                if deadline is not None and time.perf_counter() > deadline:
+                    return False
+                chunk = chunks.pop()
+                try:
+                    results = self._frame_walks(chunk, None, True, _MAX_FRONTIER if len(chunk) > 1 else None)
+                except FrontierTooLarge:
+                    half = len(chunk) // 2  # a chunk of one state never raises
+                    chunks += [chunk[half:], chunk[:half]]
+                    continue
+                for q, (mask, escapes) in zip(chunk, results, strict=True):
+                    self._walks[(q, 0, b"")] = (None, mask, escapes)
+                    self._levels[(q,)] = (mask, escapes)
+            return complete
 
     def stacks(self, state: int) -> frozenset[Config]:
         """The parse stacks of ``state`` (global DFA state ids, bottom first)."""
