@@ -14,7 +14,7 @@ from .._arrays import sorted_unique
 from ..bitmask import copy_friendly
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, mask_representatives
-from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch
+from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, walk_in_chunks
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -292,25 +292,12 @@ class CompiledGrammar:
         if not todo.size:
             return True
         view = self.automaton
-        permissive = view.permissive[todo]
-        strict, loose = todo[~permissive], todo[permissive]
-        # a permissive state's frontier holds thousands of nodes: fewer of them per walk
+
+        def walk(chunk: np.ndarray) -> None:
+            self._add_batch(self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER))
+
         size = _PRECOMPUTE_BATCH if deadline is None else _BUDGETED_BATCH
-        chunks = [strict[i : i + size] for i in range(0, strict.size, size)]
-        chunks += [loose[i : i + _PREFETCH_PERMISSIVE] for i in range(0, loose.size, _PREFETCH_PERMISSIVE)]
-        chunks.reverse()
-        while chunks:
-            if deadline is not None and time.perf_counter() > deadline:
-                return False
-            chunk = chunks.pop()
-            try:
-                batch = self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER)
-            except FrontierTooLarge:
-                half = chunk.size // 2  # a chunk of one state never raises
-                chunks += [chunk[half:], chunk[:half]]
-                continue
-            self._add_batch(batch)
-        return True
+        return walk_in_chunks(todo, view.permissive, (size, _PREFETCH_PERMISSIVE), walk, deadline)
 
     def _add_batch(self, batch: MaskBatch) -> None:
         """Keep a batch's masks, packed at once when they fit in a few megabytes.

@@ -36,7 +36,7 @@ from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .shared_masks import mask_representatives
-from .token_masks import AutomatonView, FrontierTooLarge
+from .token_masks import AutomatonView, FrontierTooLarge, walk_in_chunks
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -275,25 +275,18 @@ class CompiledPushdownGrammar:
             todo = [q for q in sorted(reps) if (q, 0, b"") not in self._walks]
             complete = len(todo) <= _PRECOMPUTE_WALKS
             todo = todo[:_PRECOMPUTE_WALKS]
-            permissive = self._view().permissive
-            strict = [q for q in todo if not permissive[q]]
-            loose = [q for q in todo if permissive[q]]
-            chunks = [strict[i : i + _PRECOMPUTE_BATCH] for i in range(0, len(strict), _PRECOMPUTE_BATCH)]
-            chunks += [loose[i : i + _PREFETCH_PERMISSIVE] for i in range(0, len(loose), _PREFETCH_PERMISSIVE)]
-            chunks.reverse()
-            while chunks:
-                if deadline is not None and time.perf_counter() > deadline:
-                    return False
-                chunk = chunks.pop()
-                try:
-                    results = self._frame_walks(chunk, None, True, _MAX_FRONTIER if len(chunk) > 1 else None)
-                except FrontierTooLarge:
-                    half = len(chunk) // 2  # a chunk of one state never raises
-                    chunks += [chunk[half:], chunk[:half]]
-                    continue
-                for q, (mask, escapes) in zip(chunk, results, strict=True):
+
+            def walk(chunk: np.ndarray) -> None:
+                origins = chunk.tolist()
+                results = self._frame_walks(origins, None, True, _MAX_FRONTIER if len(origins) > 1 else None)
+                for q, (mask, escapes) in zip(origins, results, strict=True):
                     self._walks[(q, 0, b"")] = (None, mask, escapes)
                     self._levels[(q,)] = (mask, escapes)
+
+            sizes = (_PRECOMPUTE_BATCH, _PREFETCH_PERMISSIVE)
+            states = np.array(todo, dtype=np.int64)
+            if not walk_in_chunks(states, self._view().permissive, sizes, walk, deadline):
+                return False
             return complete
 
     def stacks(self, state: int) -> frozenset[Config]:

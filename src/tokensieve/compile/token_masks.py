@@ -50,8 +50,9 @@ plain Python (no shortcuts: the same tokens).
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -111,6 +112,38 @@ _LOOP_MAX = 5
 
 class FrontierTooLarge(Exception):
     """A walk of several states would hold too many (trie node, state) pairs: walk fewer at once."""
+
+
+def walk_in_chunks(
+    states: np.ndarray,
+    permissive: np.ndarray,
+    sizes: tuple[int, int],
+    walk: Callable[[np.ndarray], None],
+    deadline: float | None = None,
+) -> bool:
+    """Call ``walk`` on chunks of ``states``: restrictive states first, then permissive ones.
+
+    ``sizes``: states per chunk, restrictive and permissive (a permissive
+    state's frontier holds thousands of nodes: fewer of them per walk). A chunk
+    whose walk raises :class:`FrontierTooLarge` is walked again in halves (a
+    walk of one state must not raise). Returns ``False`` if the
+    :func:`time.perf_counter` ``deadline`` came before every chunk was walked.
+    """
+    flags = permissive.take(states)
+    strict, loose = states[~flags], states[flags]
+    chunks = [strict[i : i + sizes[0]] for i in range(0, strict.size, sizes[0])]
+    chunks += [loose[i : i + sizes[1]] for i in range(0, loose.size, sizes[1])]
+    chunks.reverse()
+    while chunks:
+        if deadline is not None and time.perf_counter() > deadline:
+            return False
+        chunk = chunks.pop()
+        try:
+            walk(chunk)
+        except FrontierTooLarge:
+            half = chunk.size // 2
+            chunks += [chunk[half:], chunk[:half]]
+    return True
 
 
 def loop_bytesets(transitions: np.ndarray) -> np.ndarray:
