@@ -45,11 +45,14 @@ def test_friendly_rows_are_distinct_zeroed_and_aligned() -> None:
 
 
 @pytest.mark.parametrize("at_once", [True, False])
-def test_rows_packed_from_token_lists_carry_every_stop_token_where_accepting(monkeypatch, at_once: bool) -> None:
+def test_rows_packed_from_token_lists_are_exact_with_every_stop_token_where_accepting(
+    monkeypatch, at_once: bool
+) -> None:
     from support.tiny_vocab import make_tiny_vocab
 
     from tokensieve import GrammarCompiler
     from tokensieve.compile import compiled_grammar
+    from tokensieve.compile.vocab_cache import mask_builder_for
     from tokensieve.vocab import TokenizerInfo
 
     if not at_once:  # every batch keeps its token lists, each row packed on first use
@@ -59,9 +62,12 @@ def test_rows_packed_from_token_lists_carry_every_stop_token_where_accepting(mon
     stops = [0, 1, 3, 40]  # three in the first word, one in the second
     info = TokenizerInfo(vocab, vocab_size=len(vocab) + 13, stop_token_ids=stops, special_token_ids=stops)
     compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(r"(ab|c)[0-9]{0,3}")
+    builder = mask_builder_for(info)
     seen = set()
-    for state in range(compiled.num_states):
-        bits = np.unpackbits(compiled.token_mask(state).view(np.uint8), bitorder="little")
+    for state in range(compiled.num_states):  # from the start: the states ahead get packed early
+        mask = compiled.token_mask(state)
+        np.testing.assert_array_equal(mask, builder.compute(compiled.automaton, [state]).mask(0))
+        bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
         got = {t for t in stops if bits[t]}
         accepting = compiled.is_accepting(state)
         assert got == (set(stops) if accepting else set()), state

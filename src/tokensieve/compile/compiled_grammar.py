@@ -32,6 +32,10 @@ _PREFETCH_STATES = 8
 #: ... of which at most this many permissive ones; the search looks at most at this many states
 _PREFETCH_PERMISSIVE = 8
 _PREFETCH_VISITS = 4096
+#: on the first use of a mask kept as a token list, the lists of this many states ahead are packed too...
+_PACK_AHEAD = 4
+#: ...found among at most this many states
+_PACK_AHEAD_VISITS = 64
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
 #: restrictive states per walk when precomputing within a time budget (so that it can stop)
@@ -202,6 +206,13 @@ class CompiledGrammar:
                 self._store(state, mask, counted=False)
                 return mask
             friendly = index not in batch.dense  # packed from its token list just now
+            if friendly:
+                mask.setflags(write=False)
+                self._store(state, mask, friendly=True)
+                # the lists of the states a few bytes ahead are packed now too: their first
+                # use is then a plain copy, and this step pays for the few of them at once
+                self._pack_ahead(state)
+                return mask
         else:
             if state == self.start_state:
                 batch = self._builder.compute(self.automaton, [state])
@@ -220,6 +231,51 @@ class CompiledGrammar:
         mask.setflags(write=False)
         self._store(state, mask, friendly=friendly)
         return mask
+
+    def _distinct_successors(self, q: int) -> list[int]:
+        """The distinct states one byte after ``q``, sorted (memoised)."""
+        view = self.automaton
+        lo, hi = int(view.out_start[q]), int(view.out_start[q + 1])
+        after = self._successors[q] = sorted(set(view.out_next[lo:hi].tolist()))
+        return after
+
+    def _pack_ahead(self, state: int) -> None:
+        """Pack the token lists of up to ``_PACK_AHEAD`` states reachable from ``state``, breadth-first.
+
+        Only states whose masks wait as token lists in a batch are packed (not
+        those a walk or a class's mask must still give); at most
+        ``_PACK_AHEAD_VISITS`` states are looked at, in plain Python over each
+        state's memoised distinct successors.
+        """
+        successors, masks = self._successors, self._masks
+        batch_of, index_in = self._batch_of, self._index_in_batch
+        seen = {state}
+        frontier = [state]
+        packed = visits = 0
+        while frontier and packed < _PACK_AHEAD and visits < _PACK_AHEAD_VISITS:
+            nxt = []
+            for q in frontier:
+                for r in successors.get(q) or self._distinct_successors(q):
+                    if r in seen:
+                        continue
+                    seen.add(r)
+                    nxt.append(r)
+                    visits += 1
+                    if r in masks:
+                        continue
+                    with self._lock:
+                        batch_id = int(batch_of[r])
+                        batch = self._batches[batch_id] if batch_id >= 0 else None
+                        index = int(index_in[r])
+                    if batch is None or batch.packed is not None or index in batch.dense:
+                        continue
+                    mask = batch.mask(index)
+                    mask.setflags(write=False)
+                    self._store(r, mask, friendly=True)
+                    packed += 1
+                    if packed >= _PACK_AHEAD:
+                        return
+            frontier = nxt
 
     def _representatives(self) -> np.ndarray | None:
         """For every state, the state whose short-token mask it shares (computed on the first miss)."""
@@ -347,11 +403,7 @@ class CompiledGrammar:
         for _ in range(_PREFETCH_DEPTH):
             nxt = []
             for q in frontier:
-                after = successors.get(q)
-                if after is None:
-                    lo, hi = int(view.out_start[q]), int(view.out_start[q + 1])
-                    after = successors[q] = sorted(set(view.out_next[lo:hi].tolist()))
-                for r in after:
+                for r in successors.get(q) or self._distinct_successors(q):
                     if r not in seen:
                         seen.add(r)
                         nxt.append(r)
