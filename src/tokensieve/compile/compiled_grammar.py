@@ -33,7 +33,7 @@ _PREFETCH_STATES = 8
 _PREFETCH_PERMISSIVE = 8
 _PREFETCH_VISITS = 4096
 #: on the first use of a mask kept as a token list, the lists of this many states ahead are packed too...
-_PACK_AHEAD = 4
+_PACK_AHEAD = 2
 #: ...found among at most this many states
 _PACK_AHEAD_VISITS = 64
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
