@@ -34,8 +34,9 @@ _PREFETCH_PERMISSIVE = 8
 _PREFETCH_VISITS = 4096
 #: on the first use of a mask kept as a token list, the lists of this many states ahead are packed too...
 _PACK_AHEAD = 2
-#: ...found among at most this many states
+#: ...found among at most this many states, past states with at most this many distinct successors
 _PACK_AHEAD_VISITS = 64
+_PACK_AHEAD_FANOUT = 4
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
 #: restrictive states per walk when precomputing within a time budget (so that it can stop)
@@ -243,7 +244,8 @@ class CompiledGrammar:
         """Pack the token lists of up to ``_PACK_AHEAD`` states reachable from ``state``, breadth-first.
 
         Only states whose masks wait as token lists in a batch are packed (not
-        those a walk or a class's mask must still give); at most
+        those a walk or a class's mask must still give), and only past states
+        with few distinct successors (``_PACK_AHEAD_FANOUT``); at most
         ``_PACK_AHEAD_VISITS`` states are looked at, in plain Python over each
         state's memoised distinct successors.
         """
@@ -255,7 +257,10 @@ class CompiledGrammar:
         while frontier and packed < _PACK_AHEAD and visits < _PACK_AHEAD_VISITS:
             nxt = []
             for q in frontier:
-                for r in successors.get(q) or self._distinct_successors(q):
+                after = successors.get(q) or self._distinct_successors(q)
+                if len(after) > _PACK_AHEAD_FANOUT:
+                    continue  # many ways on (a choice list's trie): which comes next is a guess
+                for r in after:
                     if r in seen:
                         continue
                     seen.add(r)
