@@ -65,7 +65,7 @@ _MAX_FRONTIER = 2_000_000
 #: :meth:`CompiledPushdownGrammar.precompute` walks at most this many frames (each keeps a mask)...
 _PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 4
 #: ...this many restrictive ones per walk
-_PRECOMPUTE_BATCH = 64
+_PRECOMPUTE_BATCH = 16
 
 
 class CompiledPushdownGrammar:
