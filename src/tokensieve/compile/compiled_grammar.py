@@ -116,7 +116,7 @@ class CompiledGrammar:
         self._survivors: dict[int, Any] = {}
         self._reps_done = num_states <= _SHARE_MIN_STATES or self._transitions is None
         self._rows: dict[int, list[int]] = {}
-        self._successors: dict[int, list[int]] = {}  # distinct successors, for the prefetch
+        self._successors: dict[int, list[int]] = {}  # distinct successors (see _distinct_successors)
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------- properties
@@ -196,18 +196,13 @@ class CompiledGrammar:
                     mask.setflags(write=False)
                     self._store(state, mask, friendly=True)
                     return mask
-        with self._lock:  # the batches may be dropped by another thread
-            batch_id = int(self._batch_of[state])
-            batch = self._batches[batch_id] if batch_id >= 0 else None
-            index = int(self._index_in_batch[state])
-        friendly = False
+        batch, index = self._batch_entry(state)
         if batch is not None:
             mask = batch.mask(index)
             if batch.packed is not None:  # a row of the batch: its memory is counted already
                 self._store(state, mask, counted=False)
                 return mask
-            friendly = index not in batch.dense  # packed from its token list just now
-            if friendly:
+            if index not in batch.dense:  # packed from its token list just now
                 mask.setflags(write=False)
                 self._store(state, mask, friendly=True)
                 # the lists of the states a few bytes ahead are packed now too: their first
@@ -230,14 +225,23 @@ class CompiledGrammar:
                 self._add_batch(batch)
             mask = batch.mask(0)
         mask.setflags(write=False)
-        self._store(state, mask, friendly=friendly)
+        self._store(state, mask)
         return mask
+
+    def _batch_entry(self, state: int) -> tuple[MaskBatch | None, int]:
+        """The batch holding ``state``'s mask (``None`` if none does) and its index there."""
+        with self._lock:  # the batches may be dropped by another thread
+            batch_id = int(self._batch_of[state])
+            batch = self._batches[batch_id] if batch_id >= 0 else None
+            return batch, int(self._index_in_batch[state])
 
     def _distinct_successors(self, q: int) -> list[int]:
         """The distinct states one byte after ``q``, sorted (memoised)."""
-        view = self.automaton
-        lo, hi = int(view.out_start[q]), int(view.out_start[q + 1])
-        after = self._successors[q] = sorted(set(view.out_next[lo:hi].tolist()))
+        after = self._successors.get(q)
+        if after is None:
+            view = self.automaton
+            lo, hi = int(view.out_start[q]), int(view.out_start[q + 1])
+            after = self._successors[q] = sorted(set(view.out_next[lo:hi].tolist()))
         return after
 
     def _pack_ahead(self, state: int) -> None:
@@ -249,15 +253,14 @@ class CompiledGrammar:
         ``_PACK_AHEAD_VISITS`` states are looked at, in plain Python over each
         state's memoised distinct successors.
         """
-        successors, masks = self._successors, self._masks
-        batch_of, index_in = self._batch_of, self._index_in_batch
+        masks = self._masks
         seen = {state}
         frontier = [state]
         packed = visits = 0
         while frontier and packed < _PACK_AHEAD and visits < _PACK_AHEAD_VISITS:
             nxt = []
             for q in frontier:
-                after = successors.get(q) or self._distinct_successors(q)
+                after = self._distinct_successors(q)
                 if len(after) > _PACK_AHEAD_FANOUT:
                     continue  # many ways on (a choice list's trie): which comes next is a guess
                 for r in after:
@@ -268,10 +271,7 @@ class CompiledGrammar:
                     visits += 1
                     if r in masks:
                         continue
-                    with self._lock:
-                        batch_id = int(batch_of[r])
-                        batch = self._batches[batch_id] if batch_id >= 0 else None
-                        index = int(index_in[r])
+                    batch, index = self._batch_entry(r)
                     if batch is None or batch.packed is not None or index in batch.dense:
                         continue
                     mask = batch.mask(index)
@@ -399,7 +399,7 @@ class CompiledGrammar:
         states it holds. At most ``_PREFETCH_VISITS`` states are looked at.
         """
         view = self.automaton
-        permissive, known, successors = view.permissive, self._known, self._successors
+        permissive, known = view.permissive, self._known
         out = [state]
         seen = {state}
         loose = int(permissive[state])
@@ -408,7 +408,7 @@ class CompiledGrammar:
         for _ in range(_PREFETCH_DEPTH):
             nxt = []
             for q in frontier:
-                for r in successors.get(q) or self._distinct_successors(q):
+                for r in self._distinct_successors(q):
                     if r not in seen:
                         seen.add(r)
                         nxt.append(r)
