@@ -278,10 +278,9 @@ class CompiledPushdownGrammar:
 
             def walk(chunk: np.ndarray) -> None:
                 origins = chunk.tolist()
-                results = self._frame_walks(origins, None, True, _MAX_FRONTIER if len(origins) > 1 else None)
-                for q, (mask, escapes) in zip(origins, results, strict=True):
-                    self._walks[(q, 0, b"")] = (None, mask, escapes)
-                    self._levels[(q,)] = (mask, escapes)
+                self._keep_root_walks(
+                    origins, self._frame_walks(origins, None, True, _MAX_FRONTIER if len(origins) > 1 else None)
+                )
 
             sizes = (_PRECOMPUTE_BATCH, _PREFETCH_PERMISSIVE)
             states = np.array(todo, dtype=np.int64)
@@ -566,10 +565,14 @@ class CompiledPushdownGrammar:
                 results = None
         if results is None:
             origins, results = [g], self._frame_walks([g], None, True)
+        self._keep_root_walks(origins, results)
+        return results[0]
+
+    def _keep_root_walks(self, origins: list[int], results: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
+        """Memoise the walks of ``origins``' frames from the root (as walks and as one-frame levels)."""
         for q, (mask, escapes) in zip(origins, results, strict=True):
             self._walks[(q, 0, b"")] = (None, mask, escapes)
             self._levels[(q,)] = (mask, escapes)
-        return results[0]
 
     def _neighbourhood(self, g: int) -> list[int]:
         """``g`` and the representatives of the states near it whose walks are not known, breadth-first."""
