@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._memo import BoundedMemo
 from ..bitmask import friendly_zeros
 from .char_chains import NOT_OF_KIND, token_needs
 from .token_masks import or_distinct_bits
@@ -76,7 +77,7 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
 _SMALL = 1000
 #: long tokens still running when at most this many are left are run one by one in plain Python
 _FEW_LONG = 16
-#: loop byte sets whose split of the long tokens is remembered (a handful per grammar)
+#: loop byte sets whose split of the long tokens is remembered, least recently used forgotten first
 _LOOP_SETS = 256
 #: :meth:`LongTokens.survivors` gives up when more than ``_FEW_LONG`` are alive after this many bytes
 _SURVIVOR_BYTES = 3
@@ -417,8 +418,8 @@ class LongTokens:
         np.bitwise_or.at(mask, self.words, self.bits)
         self.mask = mask
         self._others = ~mask  # every token but these
-        # per set of bytes a state loops on: the tokens not made only of them (see apply)
-        self._outside: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        # per set of bytes a state loops on: the tokens made only of them and the others (see apply)
+        self._loop_splits: BoundedMemo[tuple[np.ndarray, np.ndarray]] = BoundedMemo(max_entries=_LOOP_SETS)
         # the chain each token needs from a state to pass whole (see char_chains)
         needs = np.array([token_needs(decoded_vocab[t]) for t in ids], dtype=np.int64).reshape(-1, 3)
         self.needs = np.ascontiguousarray(needs.T)  # one row per chain kind
@@ -441,9 +442,7 @@ class LongTokens:
         while done < width and idx.size > _FEW_LONG:
             if done >= _SURVIVOR_BYTES:
                 return None
-            nxt = flat.take(cur * 256 + self.columns[done].take(idx))
-            live = nxt >= 0
-            idx, cur = idx[live], nxt[live]
+            idx, cur = self._step(flat, idx, cur, done)
             done += 1
         if idx.size > _FEW_LONG:
             return None
@@ -480,14 +479,12 @@ class LongTokens:
             # tokens made only of bytes that loop on ``state`` (free text in a string) stay there
             loops = np.packbits(transitions[state] == state, bitorder="little")
             key = loops.tobytes()
-            split = self._outside.get(key)
+            split = self._loop_splits.get(key)
             if split is None:
                 away = self.byte_sets & ~loops.view(np.uint64)
                 outside = (away[:, 0] | away[:, 1] | away[:, 2] | away[:, 3]) != 0
                 split = (np.flatnonzero(~outside), np.flatnonzero(outside))
-                if len(self._outside) >= _LOOP_SETS:
-                    self._outside.clear()
-                self._outside[key] = split
+                self._loop_splits.put(key, split)
             ended.append(split[0])
             idx = split[1]
         if chains is not None:
@@ -530,12 +527,16 @@ class LongTokens:
             if k < idx.size:
                 ended.append(idx[k:])
                 idx, cur = idx[:k], cur[:k]
-            nxt = flat.take(cur * 256 + self.columns[j].take(idx))
-            live = nxt >= 0
-            idx, cur = idx[live], nxt[live]
+            idx, cur = self._step(flat, idx, cur, j)
             j += 1
         ended.append(self._run_each(flat, idx, cur, j))
         return np.concatenate(ended) if len(ended) > 1 else ended[0]
+
+    def _step(self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Byte ``j`` of the tokens ``idx`` (each in its state of ``cur``): the tokens still alive, their states."""
+        nxt = flat.take(cur * 256 + self.columns[j].take(idx))
+        live = nxt >= 0
+        return idx[live], nxt[live]
 
     def _run_each(
         self, flat: np.ndarray, idx: np.ndarray, cur: np.ndarray, start: int, stop: int | None = None
