@@ -232,11 +232,7 @@ def _subtract_small(a: ByteDFA, b: ByteDFA, limits: Limits) -> ByteDFA | None:
                     if j >= limits.max_dfa_states:
                         raise _limit(limits, j + 1)
                     if j * 256 > limits.max_compile_work:
-                        raise LimitExceeded(
-                            "max_compile_work",
-                            limits.max_compile_work,
-                            "the difference is too costly to build",
-                        )
+                        raise _too_costly(limits, "the difference")
                     pairs.append(key)
                 ya = j
             rows.append(n_a + k)
@@ -250,6 +246,10 @@ def _subtract_small(a: ByteDFA, b: ByteDFA, limits: Limits) -> ByteDFA | None:
     )
     class_table, class_of_byte = _class_tables(ByteDFA(table, accepting, n_a))
     return _finish(class_table, accepting, class_of_byte, n_a)
+
+
+def _too_costly(limits: Limits, what: str) -> LimitExceeded:
+    return LimitExceeded("max_compile_work", limits.max_compile_work, f"{what} is too costly to build")
 
 
 def _limit(limits: Limits, states: int) -> LimitExceeded:
@@ -349,7 +349,7 @@ def _product(a: ByteDFA, b: ByteDFA, subtract: bool, limits: Limits) -> ByteDFA 
                 out[valid] = targets[inverse.reshape(-1)]
         count += len(fresh)
         if count * num_classes > max_work:
-            raise LimitExceeded("max_compile_work", max_work, "the product automaton is too costly to build")
+            raise _too_costly(limits, "the product automaton")
         blocks.append(out)
         if len(fresh):
             keys_all.append(fresh)
