@@ -561,14 +561,77 @@ UNIQUE_TRACKED = [
 ]
 
 
+@pytest.fixture(params=["as chosen", "tracked"])
+def unique_compiler(request, compiler, monkeypatch) -> GrammarCompiler:
+    """The module's compiler, or a fresh one for which every ``uniqueItems`` array tracks the items used."""
+    if request.param == "as chosen":
+        return compiler
+    import tokensieve.grammar.json_schema._norm as norm
+
+    monkeypatch.setattr(norm, "_SPELL_OUT_STATES", 0)
+    return GrammarCompiler(compiler.tokenizer_info, cache_enabled=False)
+
+
 @pytest.mark.parametrize("schema", UNIQUE_TRACKED)
-def test_unique_items_of_enums_are_exact(compiler, schema) -> None:
+def test_unique_items_of_enums_are_exact(unique_compiler, schema) -> None:
     """Every array of up to four items (repeats included) against the validator, in three layouts."""
-    compiled = compiler.compile_json_schema(schema)
+    compiled = unique_compiler.compile_json_schema(schema)
     assert not compiled.unenforced
     values = schema["items"]["enum"]
     instances = [list(seq) for k in range(5) for seq in itertools.product(values, repeat=k)]
+    instances += [values, values[::-1], values[:-1], values + values[:1]]  # past four items
     check_against_validator(compiled, schema, instances)
+
+
+def _spaced(inst: list, rng, longest: int) -> str:
+    """``inst`` with runs of 0 to ``longest`` blanks (space, newline, tab) around every bracket and comma."""
+
+    def ws() -> str:
+        return "".join(rng.choice(" \n\t") for _ in range(rng.randint(0, longest)))
+
+    if not inst:
+        return "[" + ws() + "]"
+    sep = ws() + "," + ws()
+    return "[" + ws() + sep.join(json.dumps(v) for v in inst) + ws() + "]"
+
+
+@pytest.mark.parametrize("schema", UNIQUE_TRACKED)
+def test_unique_items_of_enums_with_blanks_anywhere(unique_compiler, schema) -> None:
+    """Blank runs of any placement up to the bound are accepted exactly for valid arrays; longer runs never."""
+    import random
+
+    rng = random.Random(7)
+    compiled = unique_compiler.compile_json_schema(schema, max_whitespace=3)
+    validator = jsonschema.Draft202012Validator(schema)
+    values = schema["items"]["enum"]
+    instances = [list(seq) for k in range(5) for seq in itertools.product(values, repeat=k)]
+    for inst in rng.sample(instances, 300):
+        expected = validator.is_valid(inst)
+        for _ in range(3):
+            text = _spaced(inst, rng, 3)
+            assert accepts(compiled, text) == expected, (schema, text, expected)
+        too_long = "[    " + json.dumps(inst)[1:]
+        assert not accepts(compiled, too_long), (schema, too_long)
+
+
+@pytest.mark.parametrize("options", [{"whitespace": "compact"}, {"indent": 2}])
+@pytest.mark.parametrize("schema", UNIQUE_TRACKED)
+def test_unique_items_of_enums_nested_in_fixed_layouts(unique_compiler, schema, options) -> None:
+    """Inside an object (one level deeper), in the compact and the indented layout: exactly that layout."""
+    wrapped = {"type": "object", "properties": {"tags": schema}, "required": ["tags"], "additionalProperties": False}
+    compiled = unique_compiler.compile_json_schema(wrapped, **options)
+    assert not compiled.unenforced
+    validator = jsonschema.Draft202012Validator(wrapped)
+    values = schema["items"]["enum"]
+    for inst in ({"tags": list(seq)} for k in range(5) for seq in itertools.product(values, repeat=k)):
+        expected = validator.is_valid(inst)
+        if "indent" in options:
+            text, other = json.dumps(inst, indent=2), json.dumps(inst)
+        else:
+            text, other = json.dumps(inst, separators=(",", ":")), json.dumps(inst, indent=2)
+        assert accepts(compiled, text) == expected, (wrapped, options, text, expected)
+        if other != text:
+            assert not accepts(compiled, other), (wrapped, options, other)
 
 
 def test_unique_items_of_large_enums_are_reported(compiler) -> None:

@@ -53,6 +53,7 @@ from .utf8 import class_sequences
 __all__ = [
     "dfa_to_ir",
     "automaton_to_dfa",
+    "minimal_class_dfa",
     "intersect",
     "difference",
     "complement",
@@ -135,12 +136,36 @@ def automaton_to_dfa(node: Automaton, limits: Limits | None = None) -> ByteDFA:
     return _canonical(_class_tables(raw), raw)
 
 
-def _canonical(tables: tuple[np.ndarray, np.ndarray], raw: ByteDFA) -> ByteDFA:
-    table, class_of_byte = tables
-    res = _finish(table, np.asarray(raw.accepting, dtype=bool), class_of_byte, raw.start)
+def minimal_class_dfa(table: np.ndarray, accepting: np.ndarray, class_of_byte: np.ndarray, start: int) -> ByteDFA:
+    """The minimal, trimmed DFA of an automaton given over byte classes, numbered canonically.
+
+    Parameters
+    ----------
+    table
+        ``int (S, C)`` transitions on each class of bytes (-1: none).
+    accepting
+        ``bool (S,)``.
+    class_of_byte
+        ``int (256,)``: the class of every byte; bytes of one class must lead
+        every state to the same place (a finer partition than needed is fine),
+        numbered in order of their smallest byte.
+    start
+        The start state.
+
+    Raises
+    ------
+    GrammarError
+        When the automaton accepts nothing.
+    """
+    res = _finish(table, np.asarray(accepting, dtype=bool), np.asarray(class_of_byte, dtype=np.int64), start)
     if res is None:
         raise GrammarError(_EMPTY_RESULT)
     return res
+
+
+def _canonical(tables: tuple[np.ndarray, np.ndarray], raw: ByteDFA) -> ByteDFA:
+    table, class_of_byte = tables
+    return minimal_class_dfa(table, raw.accepting, class_of_byte, raw.start)
 
 
 # ----------------------------------------------------------- byte classes

@@ -14,7 +14,7 @@ from ..ir import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, l
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
-from ._unique import bracketed, unique_items_automaton
+from ._unique import unique_array_automaton
 
 if TYPE_CHECKING:
     from ._lower import Lowerer
@@ -45,6 +45,11 @@ _PARTIAL_FORMATS = {
     "hostname": "the total length and the IDNA rules of xn-- labels are not checked",
     "email": "the length limits are not checked",
 }
+
+
+#: ``uniqueItems``: past this many spelled-out orders times states per item, one automaton
+#: tracks the set of items used instead (see :mod:`._unique`)
+_SPELL_OUT_STATES = 20_000
 
 
 class _ObjComp:
@@ -734,13 +739,18 @@ class _Norm:
         # budget, one automaton tracks the set of items used instead (2**n subsets)
         paths = sum(math.perm(n, j) for j in range(lo, top + 1))
         per_item = 8 + (2 * layout.max_whitespace if layout.mode == "flexible" else 2)
-        if paths * per_item > 20_000:
-            tracked = unique_items_automaton(lits, sep, lo, hi, low.limits)
-            if tracked is None:
-                return None
-            # one automaton with its brackets: the whitespace before "]" and the one before the
-            # next "," are told apart here, so the schema's automaton can splice it in whole
-            return bracketed(container("[", "]", tracked, lo == 0, layout, depth), low.limits)
+        if paths * per_item > _SPELL_OUT_STATES:
+            empty = concat(literal("["), layout.empty(), literal("]")) if lo == 0 else None
+            return unique_array_automaton(
+                lits,
+                sep,
+                concat(literal("["), layout.open(depth)),
+                concat(layout.close(depth), literal("]")),
+                empty,
+                lo,
+                hi,
+                low.limits,
+            )
         memo: dict[tuple[frozenset[int], int], Node] = {}
 
         def more(remaining: frozenset[int], count: int) -> Node:

@@ -2,17 +2,25 @@
 
 Spelling out every sequence of distinct items costs as many automaton states
 as there are sequences (``n!`` orders). Here a state is *(items used so far,
-position inside the current item or separator)*: ``2**n`` subsets times the
-states of the items and of the separator, built at once with numpy.
+position inside the current item or what follows it)*: ``2**n`` subsets times
+the states of the items and of the text after an item, built at once with numpy,
+brackets included.
 
 The items' automata run side by side (a product) so that a state knows which
 items are still possible and which one, if any, is complete. An item may only
-start or go on while some item it can still become is unused; at a complete
-item the separator's first bytes are merged into the state (the next item's
-first bytes after a complete separator), which is exact as long as the merged
-bytes do not overlap (true for JSON: a value never goes on with a blank or a
-comma, nor starts with one). Overlaps, or too many states, give ``None`` and the
-caller reports ``uniqueItems`` as not enforced.
+start or go on while some item it can still become is unused. After an item,
+the separator and the closing text (blanks and ``]``) run side by side too,
+each only where the count of items allows it: the separator below the most
+items, the closing text from the fewest on. At a complete item the first bytes
+of what follows are merged into the state, and at a complete separator or
+opening the next item's first bytes; this is exact as long as the merged bytes
+do not overlap (true for JSON: a value never goes on with a blank, a comma or
+a bracket, nor starts with one). Overlaps, or too many states, give ``None``
+and the caller reports ``uniqueItems`` as not enforced.
+
+The result is minimised once and embedded whole: the blanks before ``]`` and
+those before the next ``,`` are told apart here, so the schema's automaton
+splices it in without determinising it again.
 """
 
 from __future__ import annotations
@@ -21,32 +29,48 @@ import numpy as np
 
 from ...automata.build import ir_to_dfa
 from ...automata.dfa import ByteDFA
-from ...automata.ops import automaton_to_dfa, dfa_to_ir
+from ...automata.ops import dfa_to_ir, minimal_class_dfa
 from ...limits import Limits
 from ..ir import Automaton, Node
 
-__all__ = ["MAX_UNIQUE_STATES", "unique_items_automaton"]
+__all__ = ["MAX_UNIQUE_STATES", "unique_array_automaton"]
 
-#: Subsets times item and separator states at most this many (before minimisation).
+#: Subsets times item and follow-up states at most this many (before minimisation).
 MAX_UNIQUE_STATES = 1 << 15
 
 
-def _item_product(items: list[ByteDFA]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The items' automata side by side: ``(table, alive, done)``.
+def _byte_classes(dfas: list[ByteDFA]) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, class_of_byte)``: the bytes that no automaton of ``dfas`` tells apart, as classes.
 
-    ``table`` ``(P, 256)``: product transitions (-1: none), state 0 the start;
-    ``alive[p]``: bit set of the items still possible in ``p``; ``done[p]``: the
-    item complete in ``p`` (-1: none). ``None`` when two items end together.
+    ``first[c]`` is the smallest byte of class ``c``; classes are numbered in that order.
     """
-    tables = [d.transitions.astype(np.int64) for d in items]
-    dead = np.full(256, -1, dtype=np.int64)
+    columns = np.concatenate([d.transitions for d in dfas], axis=0).T  # (256, all states)
+    _, first, inverse = np.unique(columns, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return first[order], rank[np.asarray(inverse).reshape(-1)]
+
+
+def _side_by_side(
+    items: list[ByteDFA], first: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Automata side by side on the byte classes whose smallest bytes are ``first``: ``(table, alive, done)``.
+
+    ``table`` ``(P, C)``: product transitions (-1: none), state 0 the start;
+    ``alive[p]``: bit set of the automata still running in ``p``; ``done[p]``:
+    the one complete in ``p`` (-1: none). ``None`` when two end together.
+    """
+    tables = [d.transitions.take(first, axis=1).astype(np.int64) for d in items]
+    width = first.size
+    dead = np.full(width, -1, dtype=np.int64)
     start = tuple(int(d.start) for d in items)
     ids = {start: 0}
     order = [start]
     rows: list[np.ndarray] = []
     for tup in order:
-        cols = np.stack([tables[i][q] if q >= 0 else dead for i, q in enumerate(tup)])  # (n, 256)
-        row = np.full(256, -1, dtype=np.int64)
+        cols = np.stack([tables[i][q] if q >= 0 else dead for i, q in enumerate(tup)])  # (n, C)
+        row = np.full(width, -1, dtype=np.int64)
         live = np.flatnonzero((cols >= 0).any(axis=0))
         if live.size:
             uniq, inverse = np.unique(cols[:, live].T, axis=0, return_inverse=True)
@@ -81,10 +105,17 @@ def _merge(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     return np.where(a >= 0, a, b)
 
 
-def unique_items_automaton(
-    items: list[Node], sep: Node, lo: int, hi: int | None, limits: Limits | None = None
+def unique_array_automaton(
+    items: list[Node],
+    sep: Node,
+    open_: Node,
+    close: Node,
+    empty: Node | None,
+    lo: int,
+    hi: int | None,
+    limits: Limits | None = None,
 ) -> Automaton | None:
-    """Non-empty sequences ``item sep item ...`` of distinct items, between ``lo`` and ``hi`` of them.
+    """Arrays ``open_ item sep item ... close`` of distinct items, between ``lo`` and ``hi`` of them.
 
     Parameters
     ----------
@@ -92,80 +123,103 @@ def unique_items_automaton(
         The spellings of each item (distinct items, disjoint languages).
     sep
         The separator between two items.
+    open_, close
+        The text before the first item (``[`` and blanks) and after the last
+        (blanks and ``]``).
+    empty
+        The spelling of the empty array, allowed as well (``None``: not allowed).
     lo, hi
-        Bounds on the number of items (``hi=None``: at most all of them); at least one.
+        Bounds on the number of items (``hi=None``: at most all of them); the
+        non-empty arrays have at least one.
     limits
         Resource bounds for compiling the pieces.
 
     Returns
     -------
     Automaton or None
-        ``None`` when the automaton would exceed :data:`MAX_UNIQUE_STATES`
-        states or the pieces' first and last bytes overlap (not exact).
+        The minimal automaton, ``None`` when it would exceed
+        :data:`MAX_UNIQUE_STATES` states or the pieces' first and last bytes
+        overlap (not exact).
     """
     n = len(items)
     if n == 0 or n > 15:
         return None
-    lits = [ir_to_dfa(x, limits) for x in items]
-    product = _item_product(lits)
-    if product is None:
+    item_dfas = [ir_to_dfa(x, limits) for x in items]
+    after_dfas = [ir_to_dfa(sep, limits), ir_to_dfa(close, limits)]  # done: 0 sep, 1 close
+    opening_dfas = [ir_to_dfa(open_, limits)] + ([ir_to_dfa(empty, limits)] if empty is not None else [])
+    first, class_of_byte = _byte_classes(item_dfas + after_dfas + opening_dfas)
+    width = first.size
+    product = _side_by_side(item_dfas, first)
+    after = _side_by_side(after_dfas, first)
+    opening = _side_by_side(opening_dfas, first)  # done: 0 open, 1 the empty array
+    if product is None or after is None or opening is None:
         return None
-    table_i, alive, done = product
-    sep_dfa = ir_to_dfa(sep, limits)
-    table_s = sep_dfa.transitions.astype(np.int64)
-    accept_s = np.asarray(sep_dfa.accepting, dtype=bool)
-    p_count, m_count = table_i.shape[0], table_s.shape[0]
-    local = p_count + m_count
+    table_i, alive_i, done_i = product
+    table_a, alive_a, done_a = after
+    table_o, _, done_o = opening
+    if done_a[0] >= 0:
+        return None  # an empty separator or closing text: items would run together
+    p_count, a_count, o_count = table_i.shape[0], table_a.shape[0], table_o.shape[0]
+    local = p_count + a_count
     subsets = 1 << n
-    if subsets * local > MAX_UNIQUE_STATES:
+    if o_count + subsets * local > MAX_UNIQUE_STATES:
         return None
     top = n if hi is None else min(hi, n)
     least = max(lo, 1)
     s_ids = np.arange(subsets, dtype=np.int64)
-    used = np.array([bin(s).count("1") for s in range(subsets)], dtype=np.int64)
-    table = np.full((subsets, local, 256), -1, dtype=np.int64)
-    accepting = np.zeros((subsets, local), dtype=bool)
-    base = s_ids[:, None] * local  # (subsets, 1)
+    used = np.bitwise_count(s_ids.astype(np.uint64)).astype(np.int64)
+    # what may follow an item, by the count of items so far: bit 0 the separator, bit 1 the end
+    allowed = np.where(used < top, 1, 0) | np.where(used >= least, 2, 0)
+    base = o_count + s_ids[:, None] * local  # (subsets, 1)
+    table = np.full((o_count + subsets * local, width), -1, dtype=np.int32)
+    accepting = np.zeros(o_count + subsets * local, dtype=bool)
 
     def item_row(t: np.ndarray) -> np.ndarray:
-        """Item-product targets ``t`` (256,) from every subset: kept while an unused item is still possible."""
+        """Item-product targets ``t`` (C,) from every subset: kept while an unused item is still possible."""
         safe = np.maximum(t, 0)
-        ok = (t >= 0)[None, :] & ((alive[safe][None, :] & ~s_ids[:, None]) != 0)
+        ok = (t >= 0)[None, :] & ((alive_i[safe][None, :] & ~s_ids[:, None]) != 0)
         return np.where(ok, base + safe[None, :], -1)
 
-    sep_start_row = table_s[sep_dfa.start]
+    def after_row(t: np.ndarray) -> np.ndarray:
+        """Follow-up targets ``t`` (C,) from every subset: kept while a follow-up it allows is running."""
+        safe = np.maximum(t, 0)
+        ok = (t >= 0)[None, :] & ((alive_a[safe][None, :] & allowed[:, None]) != 0)
+        return np.where(ok, base + p_count + safe[None, :], -1)
+
+    grid = table[o_count:].reshape(subsets, local, width)  # a view: (subset, local state, byte class)
+    final = accepting[o_count:].reshape(subsets, local)
+    first_item = item_row(table_i[0])
+    after_start = after_row(table_a[0])
     for p in range(p_count):
         row = item_row(table_i[p])
-        v = int(done[p])
-        if v >= 0:
+        v = int(done_i[p])
+        if v >= 0:  # item v complete: on with its follow-up, from the subset that holds it
             fresh = (s_ids >> v) & 1 == 0
-            count = used + 1
-            accepting[:, p] = fresh & (count >= least) & (count <= top)
-            go_on = fresh & (count < top)
-            after = np.where(
-                (sep_start_row >= 0)[None, :] & go_on[:, None],
-                (s_ids | (1 << v))[:, None] * local + p_count + np.maximum(sep_start_row, 0)[None, :],
-                -1,
-            )
-            merged = _merge(row, after)
+            grown = np.where(fresh, s_ids | (1 << v), 0)
+            follow = np.where(fresh[:, None], after_start[grown], -1)
+            merged = _merge(row, follow)
             if merged is None:
                 return None
             row = merged
-        table[:, p] = row
-    start_row = item_row(table_i[0])
-    for m in range(m_count):
-        t = table_s[m]
-        row = np.where((t >= 0)[None, :], base + p_count + np.maximum(t, 0)[None, :], np.int64(-1))
-        if accept_s[m]:
-            merged = _merge(row, start_row)
+        grid[:, p] = row
+    for a in range(a_count):
+        row = after_row(table_a[a])
+        if done_a[a] == 0:  # a complete separator: the next item
+            merged = _merge(row, np.where((allowed[:, None] & 1) != 0, first_item, -1))
             if merged is None:
                 return None
             row = merged
-        table[:, p_count + m] = row
-    raw = ByteDFA(table.reshape(subsets * local, 256), accepting.reshape(-1), 0)
-    return dfa_to_ir(automaton_to_dfa(dfa_to_ir(raw)))
-
-
-def bracketed(node: Node, limits: Limits | None = None) -> Automaton:
-    """``node`` (an array with its brackets) as one embedded automaton."""
-    return dfa_to_ir(ir_to_dfa(node, limits))
+        elif done_a[a] == 1:  # the closing bracket
+            final[:, p_count + a] = (allowed & 2) != 0
+        grid[:, p_count + a] = row
+    for o in range(o_count):
+        row = table_o[o]
+        if done_o[o] == 0:  # the opening complete: the first item
+            merged = _merge(row, first_item[0])
+            if merged is None:
+                return None
+            row = merged
+        elif done_o[o] == 1:
+            accepting[o] = True
+        table[o] = row
+    return dfa_to_ir(minimal_class_dfa(table, accepting, class_of_byte, 0))
