@@ -137,10 +137,11 @@ class CompiledGrammar:
 
     @property
     def memory_size_bytes(self) -> int:
-        """Bytes held by the automaton and the cached masks."""
+        """Bytes held by the automaton (with the arrays of its walks) and the cached masks."""
         table = 0 if self._transitions is None else self._transitions.nbytes
         edges = sum(a.nbytes for a in self.dfa.edges) if self.dfa.edges is not None else 0
-        return int(table + edges + self._accepting.nbytes + self._mask_bytes + self._list_bytes)
+        view = 0 if self._view is None else self._view.nbytes
+        return int(table + edges + view + self._accepting.nbytes + self._mask_bytes + self._list_bytes)
 
     # ------------------------------------------------------------- runtime
     def is_accepting(self, state: int) -> bool:

@@ -584,7 +584,7 @@ class CompiledPushdownGrammar:
         seen[g] = True
         frontier = np.array([g], dtype=np.int64)
         for _ in range(_PREFETCH_DEPTH):
-            nxt = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
+            nxt: np.ndarray = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
             called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if q >= 0]
             if called:
                 nxt = np.concatenate([nxt, np.array(called, dtype=np.int64)])

@@ -240,9 +240,12 @@ class AutomatonView:
         if edges is None:
             if self.trans is None:
                 raise ValueError("an automaton needs its transition table or its edges")
+            # as narrow as they fit: millions of edges in a large schema automaton
             flat = self.trans
             at = np.flatnonzero(flat >= 0)
-            src, self.out_byte, self.out_next = at >> 8, at & 255, flat[at].astype(np.int64)
+            self.out_next: np.ndarray = flat.take(at)  # the table's integers
+            self.out_byte: np.ndarray = at.astype(np.uint8)  # the low byte of the flat index
+            src = np.right_shift(at, 8, out=at)
         else:
             src, self.out_byte, self.out_next = (np.asarray(a, dtype=np.int64) for a in edges)
         self.outdeg = np.bincount(src, minlength=s).astype(np.int64)
@@ -330,8 +333,9 @@ class AutomatonView:
     @classmethod
     def of(cls, dfa: ByteDFA) -> AutomatonView:
         """The view of a :class:`ByteDFA` (without building its table if it has none)."""
-        table = dfa.transitions if dfa.has_table else None
-        return cls(table, dfa.accepting, dfa.edge_list())
+        if dfa.has_table:  # the edges from the table, narrow (the DFA's own list is int64)
+            return cls(dfa.transitions, dfa.accepting)
+        return cls(None, dfa.accepting, dfa.edge_list())
 
     @property
     def is_permissive(self) -> bool:
@@ -342,6 +346,13 @@ class AutomatonView:
     def num_edges(self) -> int:
         """Number of transitions."""
         return int(self.out_byte.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the view's own arrays (the table it was given is not counted)."""
+        arrays = {id(v): v for k, v in vars(self).items() if isinstance(v, np.ndarray) and k != "trans"}
+        arrays.update((id(a), a) for a in self._chains or ())
+        return sum(int(a.nbytes) for a in arrays.values() if a.base is None)
 
 
 class MaskBatch:
