@@ -467,6 +467,47 @@ def test_recursive_schema_is_pushdown(compiler) -> None:
     )
 
 
+def test_references_to_one_target_share_one_rule(compiler) -> None:
+    """A target reached from the root and from inside itself is one recursive rule, not an inlined copy
+    (annotations beside a reference change nothing); a reference with its own keywords stays apart."""
+    item = {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "maxLength": 3},
+            "kids": {"type": "array", "items": {"$ref": "#/$defs/item", "description": "a child"}, "maxItems": 2},
+        },
+        "required": ["label"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "$defs": {"item": item},
+        "type": "object",
+        "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/$defs/item"}, "maxItems": 3},
+            "first": {"$ref": "#/$defs/item", "required": ["kids"]},
+        },
+        "additionalProperties": False,
+    }
+    grammar, _ = schema_to_grammar(schema)
+    assert sorted(grammar.rules) == ["root", "s0", "s1"]  # the item, and the item that must have kids
+    compiled = compiler.compile_json_schema(schema)
+    leaf = {"label": "a"}
+    check_against_validator(
+        compiled,
+        schema,
+        [
+            {},
+            {"items": [leaf, {"label": "b", "kids": [leaf, {"label": "c", "kids": []}]}]},
+            {"items": [leaf, leaf, leaf, leaf]},
+            {"items": [{"label": "b", "kids": [leaf, leaf, leaf]}]},
+            {"items": [{"label": "toolong"}]},
+            {"first": leaf},
+            {"first": {"label": "a", "kids": [leaf]}},
+            {"first": {"label": "a", "kids": [{"label": "b", "kids": [leaf]}]}},
+        ],
+    )
+
+
 def test_builtin_json_grammar(compiler) -> None:
     compiled = compiler.compile_builtin_json_grammar()
     for value in [1, "a", None, [1, {"a": [True, False, None]}], {"é": "😀"}]:

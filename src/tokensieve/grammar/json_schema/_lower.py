@@ -265,6 +265,9 @@ class Lowerer:
             plain, used_ref, false = self.expand(locs)
             if false:
                 return NOTHING
+            # what is left of a referencing schema ({"$ref": ...} alone) constrains nothing: without
+            # it, every reference to one target conjoins the same schemas and shares one rule
+            plain = [loc for loc in plain if not _vacuous(loc)]
             if not used_ref:
                 return self._lower_plain(plain, layout, depth)
             base_key = tuple(sorted((loc.ident() for loc in plain), key=repr))
@@ -764,6 +767,12 @@ _VALIDATION_KEYWORDS = frozenset(
         "nullable",
     }
 )
+
+
+def _vacuous(loc: Loc) -> bool:
+    """Whether every keyword of ``loc`` left to lower is an annotation (it admits every value)."""
+    node = loc.node
+    return isinstance(node, dict) and not loc.extra and all(k in ANNOTATIONS or k in loc.omit for k in node)
 
 
 def _parse_types(v: Any, pointer: str) -> frozenset[str]:
