@@ -195,6 +195,14 @@ def test_masks_padding_and_shape(tiny_info) -> None:
     bm = allocate_token_bitmask(2, tiny_info.vocab_size)
     m.fill_next_token_bitmask(bm, 1)
     assert np.all(bm[0] == -1)  # other rows untouched
+    assert np.array_equal(bm[1], m.next_token_mask())
+    wide = np.full((2, bm.shape[1] + 3), -1, dtype=np.int32)  # extra words are cleared
+    m.fill_next_token_bitmask(wide, 0)
+    assert np.array_equal(wide[0, : bm.shape[1]], bm[1]) and not wide[0, bm.shape[1] :].any()
+    assert np.all(wide[1] == -1)
+    flat = np.full(bm.shape[1], -1, dtype=np.int32)  # a single row
+    m.fill_next_token_bitmask(flat)
+    assert np.array_equal(flat, bm[1])
     row = bitmask_to_bool(bm[1:], bm.shape[1] * 32)[0]
     assert not row[len(tiny_info.decoded_vocab) :].any()  # padding ids never allowed
     assert not row[SPECIAL]

@@ -9,6 +9,9 @@ import numpy as np
 from ..compile.compiled_grammar import CompiledGrammar
 from ..compile.pushdown import CompiledPushdownGrammar
 
+#: the native int32 dtype (compared by identity on the hot path)
+_INT32 = np.dtype(np.int32)
+
 __all__ = ["GrammarMatcher"]
 
 
@@ -171,10 +174,14 @@ class GrammarMatcher:
         bool
             Always ``True`` (the mask must be applied).
         """
-        mask = self.next_token_mask()
+        mask = self._stop_only_mask() if self._terminated else self.compiled_grammar.token_mask(self._state)
+        if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.dtype is _INT32:
+            if bitmask.shape[1] == mask.shape[0]:  # the usual case: one copy, by item assignment (the fastest)
+                bitmask[index] = mask
+                return True
         if isinstance(bitmask, np.ndarray):
             row = bitmask[index] if bitmask.ndim == 2 else bitmask
-            if row.shape[0] == mask.shape[0] and bitmask.dtype == np.int32:  # the usual case: one copy
+            if row.shape[0] == mask.shape[0] and bitmask.dtype == np.int32:
                 np.copyto(row, mask)
                 return True
             if row.shape[0] < mask.shape[0] or bitmask.dtype != np.int32:
