@@ -36,6 +36,32 @@ def test_masks_equal_earley_oracle(tiny_info, name: str, walks: str) -> None:
     assert checked >= 4
 
 
+@pytest.mark.parametrize("bounds", [(6, 10_000), (10_000, 8)], ids=["walks", "levels"])
+@pytest.mark.parametrize("name", ["parens", "json", "mutual"])
+def test_walk_memo_stays_bounded_and_masks_stay_exact(tiny_info, monkeypatch, name: str, bounds) -> None:
+    """With a tiny memo bound, deep stacks keep forgetting walks and levels: masks still equal the oracle's,
+    the memo stays within its bound (plus one neighbourhood's walks), and its bytes are counted."""
+    max_walks, max_levels = bounds
+    monkeypatch.setattr(pushdown_module, "_MAX_MEMO_WALKS", max_walks)
+    monkeypatch.setattr(pushdown_module, "_MAX_MEMO_LEVELS", max_levels)
+    grammar = GRAMMARS[name]
+    compiled = GrammarCompiler(tiny_info, cache_enabled=False, auto_precompute_budget_s=0).compile_grammar(grammar)
+    assert isinstance(compiled, CompiledPushdownGrammar)
+    checked = check_random_walks(compiled, grammar, tiny_info, seed=zlib.crc32(name.encode()), walks=4, steps=14, eos=EOS)
+    assert checked >= 4
+    slack = pushdown_module._PREFETCH_STATES  # one neighbourhood walk stores this many at once
+    assert len(compiled._levels) <= max_levels + slack and len(compiled._walks) <= max_walks + slack
+    distinct = {id(a): a for _, mask, nodes in compiled._walks.values() for a in (mask, nodes) if a is not None}
+    distinct.update((id(a), a) for mask, nodes in compiled._levels.values() for a in (mask, nodes) if a is not None)
+    held = sum(a.nbytes for a in distinct.values())
+    assert compiled.memory_size_bytes >= held + compiled._mask_bytes
+    before = compiled.memory_size_bytes
+    compiled._forget_walks()
+    assert compiled.memory_size_bytes <= before - sum(
+        a.nbytes for a in distinct.values() if not any(a is m for m in compiled._masks.values())
+    )
+
+
 def _atoms() -> st.SearchStrategy:
     return st.sampled_from([literal("a"), literal("b"), literal("("), literal(")"), literal("ab"), EMPTY])
 

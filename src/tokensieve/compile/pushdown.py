@@ -64,6 +64,9 @@ _PREFETCH_PERMISSIVE = 8
 _MAX_FRONTIER = 2_000_000
 #: :meth:`CompiledPushdownGrammar.precompute` walks at most this many frames (each keeps a mask)...
 _PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 4
+#: stack suffixes whose walks (levels) are memoised at most: past it the levels and the walks are
+#: forgotten together (the levels of deep stacks would otherwise grow without bound)
+_MAX_MEMO_LEVELS = 4 * _MAX_MEMO_WALKS
 #: ...this many restrictive ones per walk
 _PRECOMPUTE_BATCH = 16
 
@@ -166,6 +169,7 @@ class CompiledPushdownGrammar:
         # (state, start nodes) -> (start nodes, mask, escape nodes); large node sets keyed by a digest
         self._walks: dict[tuple[int, int, bytes], tuple[Any, np.ndarray, np.ndarray | None]] = {}
         self._digests: dict[int, tuple[np.ndarray, bytes]] = {}
+        self._walk_bytes = 0  # the memoised walks' masks and escape nodes
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mask_bytes = 0
         # shared walks: per rule, each state's representative among the states whose walks
@@ -243,6 +247,14 @@ class CompiledPushdownGrammar:
                 _, old = self._masks.popitem(last=False)
                 self._mask_bytes -= old.nbytes
             return mask
+
+    @property
+    def memory_size_bytes(self) -> int:
+        """Bytes held by the automata, the interned states, the memoised walks and the masks (at most:
+        a mask that is a walk's row is counted twice)."""
+        view = 0 if self._view_cache is None else self._view_cache.nbytes
+        tables = self._gtrans.nbytes + self._table.nbytes + self._known.nbytes + self._escape.nbytes
+        return int(tables + view + self._walk_bytes + self._mask_bytes)
 
     def precompute(self, budget_s: float | None = None) -> bool:
         """Walk the frames of the grammar's states from the root now, so that decoding steps need not.
@@ -342,9 +354,13 @@ class CompiledPushdownGrammar:
         self._escape[:n] = [() in st for st in sets]
         root = network.root
         self._start = self._intern_closed({(int(self._offsets[root] + network.starts[root]),)})
+        counted: set[int] = set()
         for key, (mask, nodes) in snapshot["levels"].items():
             mask.setflags(write=False)
             self._levels[key] = (mask, nodes)
+            if id(mask) not in counted:  # a walk's arrays serve several levels
+                counted.add(id(mask))
+                self._walk_bytes += _nbytes(mask, nodes)
         for key, mask in snapshot["masks"].items():
             mask = copy_friendly(mask)
             mask.setflags(write=False)
@@ -538,14 +554,21 @@ class CompiledPushdownGrammar:
             if start_nodes is None or start_nodes.size <= 32 or np.array_equal(hit[0], start_nodes):
                 return hit[1], hit[2]
         if len(self._walks) >= _MAX_MEMO_WALKS:
-            # a pure memo: forget it all rather than grow without bound over a long generation
-            self._walks.clear()
-            self._digests.clear()
+            self._forget_walks()
         if start_nodes is None:
             return self._walk_neighbourhood(g)
         mask, escapes = self._frame_walks([g], start_nodes, need_escapes)[0]
         self._walks[key] = (start_nodes, mask, escapes)
+        self._walk_bytes += _nbytes(mask, escapes)
         return mask, escapes
+
+    def _forget_walks(self) -> None:
+        """Forget every memoised walk and level (a pure memo, rather than one that grows without
+        bound over a long generation; the masks of interned states are kept)."""
+        self._walks.clear()
+        self._digests.clear()
+        self._levels.clear()
+        self._walk_bytes = 0
 
     def _walk_neighbourhood(self, g: int) -> tuple[np.ndarray, np.ndarray | None]:
         """The walk of ``g``'s frame from the root, done together with its neighbours' walks.
@@ -573,6 +596,7 @@ class CompiledPushdownGrammar:
         for q, (mask, escapes) in zip(origins, results, strict=True):
             self._walks[(q, 0, b"")] = (None, mask, escapes)
             self._levels[(q,)] = (mask, escapes)
+            self._walk_bytes += _nbytes(mask, escapes)
 
     def _neighbourhood(self, g: int) -> list[int]:
         """``g`` and the representatives of the states near it whose walks are not known, breadth-first."""
@@ -717,6 +741,8 @@ class CompiledPushdownGrammar:
         hit = self._levels.get(suffix)
         if hit is not None and (hit[1] is not None or not need_escapes):
             return hit
+        if len(self._levels) >= _MAX_MEMO_LEVELS:
+            self._forget_walks()
         if len(suffix) == 1:
             rep = self._walk_representative(suffix[0])
             if rep != suffix[0]:
@@ -774,6 +800,11 @@ class CompiledPushdownGrammar:
             np.bitwise_or(acc, self._stop_words, out=acc)
         acc.setflags(write=False)
         return acc
+
+
+def _nbytes(mask: np.ndarray, nodes: np.ndarray | None) -> int:
+    """Bytes of a walk's mask and escape nodes."""
+    return int(mask.nbytes) + (0 if nodes is None else int(nodes.nbytes))
 
 
 def walk_classes(

@@ -299,6 +299,7 @@ class AutomatonView:
         #: per state, the longest of its three chains (set with :attr:`chains`)
         self.chain_reach: np.ndarray | None = None
         self._jump_utf8: np.ndarray | None = None
+        self._nbytes: tuple[tuple[bool, bool], int] | None = None  # memo of nbytes
 
     @property
     def chains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -350,9 +351,15 @@ class AutomatonView:
     @property
     def nbytes(self) -> int:
         """Bytes held by the view's own arrays (the table it was given is not counted)."""
+        key = (self._chains is not None, self._jump_utf8 is not None)  # the arrays built on first use
+        known = self._nbytes
+        if known is not None and known[0] == key:
+            return known[1]
         arrays = {id(v): v for k, v in vars(self).items() if isinstance(v, np.ndarray) and k != "trans"}
         arrays.update((id(a), a) for a in self._chains or ())
-        return sum(int(a.nbytes) for a in arrays.values() if a.base is None)
+        total = sum(int(a.nbytes) for a in arrays.values() if a.base is None)
+        self._nbytes = (key, total)
+        return total
 
 
 class MaskBatch:
