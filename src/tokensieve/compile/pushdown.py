@@ -54,6 +54,9 @@ _PENDING = -2
 _SHARE_MIN_STATES = 64
 #: memoised trie walks kept per grammar before the memo is cleared (each holds a mask)
 _MAX_MEMO_WALKS = 4096
+#: stack suffixes whose walks (levels) are memoised at most: past it the levels and the walks are
+#: forgotten together (the levels of deep stacks would otherwise grow without bound)
+_MAX_MEMO_LEVELS = 4 * _MAX_MEMO_WALKS
 #: a frame walk from the root also walks the frames of states up to this many steps ahead...
 _PREFETCH_DEPTH = 16
 #: ...at most this many in all...
@@ -64,9 +67,6 @@ _PREFETCH_PERMISSIVE = 8
 _MAX_FRONTIER = 2_000_000
 #: :meth:`CompiledPushdownGrammar.precompute` walks at most this many frames (each keeps a mask)...
 _PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 4
-#: stack suffixes whose walks (levels) are memoised at most: past it the levels and the walks are
-#: forgotten together (the levels of deep stacks would otherwise grow without bound)
-_MAX_MEMO_LEVELS = 4 * _MAX_MEMO_WALKS
 #: ...this many restrictive ones per walk
 _PRECOMPUTE_BATCH = 16
 
