@@ -381,9 +381,6 @@ class GrammarCompiler:
                 total -= _memory_bytes(old)
 
 
-def _memory_bytes(compiled: Any) -> int:
-    """Bytes a cached grammar holds (automaton and memoised masks), as far as it reports them."""
-    size = getattr(compiled, "memory_size_bytes", None)
-    if size is not None:
-        return int(size)
-    return int(getattr(compiled, "_mask_bytes", 0))
+def _memory_bytes(compiled: CompiledGrammar | CompiledPushdownGrammar) -> int:
+    """Bytes a cached grammar holds (automaton, memoised walks and masks)."""
+    return int(compiled.memory_size_bytes)
