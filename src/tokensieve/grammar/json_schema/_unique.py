@@ -174,17 +174,20 @@ def unique_array_automaton(
     table = np.full((o_count + subsets * local, width), -1, dtype=np.int32)
     accepting = np.zeros(o_count + subsets * local, dtype=bool)
 
-    def item_row(t: np.ndarray) -> np.ndarray:
-        """Item-product targets ``t`` (C,) from every subset: kept while an unused item is still possible."""
+    def kept(t: np.ndarray, alive: np.ndarray, allow: np.ndarray, offset: int) -> np.ndarray:
+        """Targets ``t`` (C,) of a product from every subset, at ``offset`` in the subset's states:
+        kept where a running automaton of the target is one the subset allows (bit sets)."""
         safe = np.maximum(t, 0)
-        ok = (t >= 0)[None, :] & ((alive_i[safe][None, :] & ~s_ids[:, None]) != 0)
-        return np.where(ok, base + safe[None, :], -1)
+        ok = (t >= 0)[None, :] & ((alive[safe][None, :] & allow[:, None]) != 0)
+        return np.where(ok, base + offset + safe[None, :], -1)
+
+    def item_row(t: np.ndarray) -> np.ndarray:
+        """Item-product targets: kept while an unused item is still possible."""
+        return kept(t, alive_i, ~s_ids, 0)
 
     def after_row(t: np.ndarray) -> np.ndarray:
-        """Follow-up targets ``t`` (C,) from every subset: kept while a follow-up it allows is running."""
-        safe = np.maximum(t, 0)
-        ok = (t >= 0)[None, :] & ((alive_a[safe][None, :] & allowed[:, None]) != 0)
-        return np.where(ok, base + p_count + safe[None, :], -1)
+        """Follow-up targets: kept while a follow-up the count of items allows is running."""
+        return kept(t, alive_a, allowed, p_count)
 
     grid = table[o_count:].reshape(subsets, local, width)  # a view: (subset, local state, byte class)
     final = accepting[o_count:].reshape(subsets, local)
