@@ -174,7 +174,7 @@ class GrammarMatcher:
         bool
             Always ``True`` (the mask must be applied).
         """
-        mask = self._stop_only_mask() if self._terminated else self.compiled_grammar.token_mask(self._state)
+        mask = self.next_token_mask()
         if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.dtype is _INT32:
             if bitmask.shape[1] == mask.shape[0]:  # the usual case: one copy, by item assignment (the fastest)
                 bitmask[index] = mask
