@@ -316,15 +316,21 @@ class Layout:
         return concat(self.ws, literal(":"), self.ws)
 
 
+def container_parts(
+    open_: str, close_: str, empty_ok: bool, layout: Layout, depth: int
+) -> tuple[Node, Node, Node | None]:
+    """A container's text before its first member and after its last, and its empty spelling
+    (``None`` unless ``empty_ok``)."""
+    empty = concat(literal(open_), layout.empty(), literal(close_)) if empty_ok else None
+    return concat(literal(open_), layout.open(depth)), concat(layout.close(depth), literal(close_)), empty
+
+
 def container(open_: str, close_: str, members: Node, empty_ok: bool, layout: Layout, depth: int) -> Node:
     """``open_`` members ``close_`` (and the empty container when ``empty_ok``)."""
-    parts = []
-    if not is_nothing(members):
-        parts.append(
-            concat(literal(open_), layout.open(depth), members, layout.close(depth), literal(close_))
-        )
-    if empty_ok:
-        parts.append(concat(literal(open_), layout.empty(), literal(close_)))
+    opening, closing, empty = container_parts(open_, close_, empty_ok, layout, depth)
+    parts = [] if is_nothing(members) else [concat(opening, members, closing)]
+    if empty is not None:
+        parts.append(empty)
     return _alt(*parts) if parts else NOTHING
 
 

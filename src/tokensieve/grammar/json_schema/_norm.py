@@ -740,17 +740,8 @@ class _Norm:
         paths = sum(math.perm(n, j) for j in range(lo, top + 1))
         per_item = 8 + (2 * layout.max_whitespace if layout.mode == "flexible" else 2)
         if paths * per_item > _SPELL_OUT_STATES:
-            empty = concat(literal("["), layout.empty(), literal("]")) if lo == 0 else None
-            return unique_array_automaton(
-                lits,
-                sep,
-                concat(literal("["), layout.open(depth)),
-                concat(layout.close(depth), literal("]")),
-                empty,
-                lo,
-                hi,
-                low.limits,
-            )
+            opening, closing, empty = lx.container_parts("[", "]", lo == 0, layout, depth)
+            return unique_array_automaton(lits, sep, opening, closing, empty, lo, hi, low.limits)
         memo: dict[tuple[frozenset[int], int], Node] = {}
 
         def more(remaining: frozenset[int], count: int) -> Node:
