@@ -65,8 +65,9 @@ _PREFETCH_STATES = 16
 _PREFETCH_PERMISSIVE = 8
 #: a batch of walks holding more (trie node, state) pairs is given up for a walk of one
 _MAX_FRONTIER = 2_000_000
-#: :meth:`CompiledPushdownGrammar.precompute` walks at most this many frames (each keeps a mask)...
-_PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 4
+#: :meth:`CompiledPushdownGrammar.precompute` walks at most this many frames (each keeps a mask;
+#: half the memo, the other half is left to the walks of decoding steps)...
+_PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 2
 #: ...this many restrictive ones per walk
 _PRECOMPUTE_BATCH = 16
 
