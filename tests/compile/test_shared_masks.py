@@ -95,7 +95,14 @@ def test_precompute_then_lookups_agree(long_info) -> None:
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_long_token_survivors_are_those_alive_after_the_sharing_depth(long_info, pattern: str) -> None:
+@pytest.mark.parametrize("few, many", [(16, 256), (0, 256), (0, 0)])
+def test_long_token_survivors_are_those_alive_after_the_sharing_depth(
+    long_info, monkeypatch, pattern: str, few: int, many: int
+) -> None:
+    # (16, 256): the dozen long tokens are run one by one to the depth, exactly; (0, 256): those
+    # alive after the first bytes are kept (a superset); (0, 0): more than that many gives None
+    monkeypatch.setattr(shared_masks, "_FEW_LONG", few)
+    monkeypatch.setattr(shared_masks, "_MANY_SURVIVORS", many)
     compiled = GrammarCompiler(long_info, precompute=False, cache_enabled=False).compile_regex(pattern)
     long_tokens = mask_builder_for(long_info).long_tokens
     assert long_tokens is not None and long_tokens.ids.size
@@ -108,12 +115,19 @@ def test_long_token_survivors_are_those_alive_after_the_sharing_depth(long_info,
         if got is None:
             continue
         listed += 1
-        alive = set()
+        alive, alive_early = set(), set()
         for i, t in enumerate(long_tokens.ids.tolist()):
-            head = long_info.decoded_vocab[t][: long_tokens.depth]
-            if compiled.dfa.step(s, head) >= 0:
+            data = long_info.decoded_vocab[t]
+            if compiled.dfa.step(s, data[: long_tokens.depth]) >= 0:
                 alive.add(i)
-        assert set(got.tolist()) == alive, s
+            if compiled.dfa.step(s, data[: shared_masks._SURVIVOR_BYTES]) >= 0:
+                alive_early.add(i)
+        assert got.tolist() == sorted(got.tolist()), s  # apply's runs need them sorted
+        if few:
+            assert set(got.tolist()) == alive, s
+        else:
+            assert alive <= set(got.tolist()) <= alive_early, s
+            assert len(got) <= many, s
         # any state of the class may stand for it: its own run of the survivors gives its exact mask
         base = compiled.token_mask(int(reps[s]))
         with_survivors = long_tokens.apply(base, table, s, None, long_tokens.survivors(table, int(reps[s])))

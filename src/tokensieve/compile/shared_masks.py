@@ -79,8 +79,11 @@ _SMALL = 1000
 _FEW_LONG = 16
 #: loop byte sets whose split of the long tokens is remembered, least recently used forgotten first
 _LOOP_SETS = 256
-#: :meth:`LongTokens.survivors` gives up when more than ``_FEW_LONG`` are alive after this many bytes
+#: :meth:`LongTokens.survivors` runs the long tokens one by one to the depth when at most ``_FEW_LONG``
+#: are alive after this many bytes, gives those alive then when at most ``_MANY_SURVIVORS`` are, and
+#: gives up past that
 _SURVIVOR_BYTES = 3
+_MANY_SURVIVORS = 256
 #: the chain kind counted in characters (see char_chains), and a byte that steps along each kind's chain
 _CHARS = 1
 _CHAIN_BYTE = (0x61, 0x61, 0x20)
@@ -426,13 +429,18 @@ class LongTokens:
         self.depth = depth
 
     def survivors(self, transitions: np.ndarray, state: int) -> np.ndarray | None:
-        """The long tokens (indices into :attr:`ids`) whose first ``depth`` bytes stay alive from ``state``.
+        """The long tokens (indices into :attr:`ids`, sorted) that can be allowed in ``state``'s class.
 
-        States equivalent up to ``depth`` bytes agree on these, so the result
-        holds for the whole class of ``state``: only these tokens can be
-        allowed in any of its states. ``None`` when more than a few are still
-        alive after a few bytes (inside a string, most are): then finding
-        them all would cost as much as :meth:`apply`.
+        These are the tokens whose first ``depth`` bytes stay alive from
+        ``state``; states equivalent up to ``depth`` bytes agree on them, so
+        the result holds for the whole class of ``state``: only these tokens
+        can be allowed in any of its states. When more than a few are alive
+        after ``_SURVIVOR_BYTES`` bytes, the result is those alive then (a
+        superset that holds for the class too: a run of blanks keeps the
+        long runs of spaces, which :meth:`apply` passes by their chain), or
+        ``None`` when there are more than ``_MANY_SURVIVORS`` (inside a
+        string, most are): then filtering them would cost as much as
+        :meth:`apply`.
         """
         width = min(self.depth, self.columns.shape[0])  # every long token has these bytes
         flat = transitions.reshape(-1)
@@ -441,7 +449,7 @@ class LongTokens:
         done = 0
         while done < width and idx.size > _FEW_LONG:
             if done >= _SURVIVOR_BYTES:
-                return None
+                return idx if idx.size <= _MANY_SURVIVORS else None
             idx, cur = self._step(flat, idx, cur, done)
             done += 1
         if idx.size > _FEW_LONG:
