@@ -223,6 +223,49 @@ def test_lenient_mode_relaxes_bounds_that_exceed_the_limits(compiler) -> None:
     assert not accepts(compiled, '{"texts": [' + ", ".join(['"a"'] * 11) + "]}")
 
 
+def test_lenient_mode_does_not_build_a_grammar_again_when_nothing_was_relaxed(compiler, monkeypatch) -> None:
+    # every bound is at most 256: leaving out the bounds above 256 changes nothing, so only the
+    # first (exact) and the last (bounds above 32 left out) grammars are built
+    from tokensieve.compile import compiler as compiler_module
+
+    built = []
+    real = compiler_module.compile_grammar_automaton
+
+    def counting(grammar, limits):
+        built.append(grammar)
+        return real(grammar, limits)
+
+    monkeypatch.setattr(compiler_module, "compile_grammar_automaton", counting)
+    limits = Limits(max_dfa_states=1_500)
+    small = GrammarCompiler(compiler.tokenizer_info, limits=limits, cache_enabled=False)
+    # each string alone is below the limit (1,250 states), the three together are not
+    names = ["a", "b", "c"]
+    schema = {
+        "type": "object",
+        "properties": {
+            **{name: {"type": "string", "maxLength": 50} for name in names},
+            "d": {"type": "string", "maxLength": 20},
+        },
+        "required": [*names, "d"],
+        "additionalProperties": False,
+    }
+    with pytest.raises(LimitExceeded):
+        small.compile_json_schema(schema)
+    assert len(built) == 1
+    built.clear()
+    compiled = small.compile_json_schema(schema, strict=False)
+    assert len(built) == 2
+    assert sorted(u.split(":")[0] for u in compiled.unenforced) == [f"/properties/{n}/maxLength" for n in names]
+    assert accepts(compiled, json.dumps({"a": "x" * 60, "b": "", "c": "z", "d": "y" * 20}))
+    assert not accepts(compiled, json.dumps({"a": "x", "b": "", "c": "z", "d": "y" * 21}))
+    # a schema that still fails once the bounds above 32 are left out gives the limit's error
+    built.clear()
+    tiny = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_dfa_states=60), cache_enabled=False)
+    with pytest.raises(LimitExceeded) as err:
+        tiny.compile_json_schema(schema, strict=False)
+    assert err.value.limit == "max_dfa_states"
+
+
 @pytest.mark.parametrize(("low", "high"), [(0, 1), (0, 4), (3, 7), (5, None)])
 def test_states_per_character_is_a_lower_bound(low, high) -> None:
     # the compiler gives up on long strings before building them, from this estimate:

@@ -264,10 +264,12 @@ class GrammarCompiler:
                 return compile_grammar_automaton(grammar, self.limits)
             except GrammarError as exc:
                 raise SchemaError(f"the schema cannot be compiled: {exc.message}", "") from None
-            except LimitExceeded:
+            except LimitExceeded as exc:
                 if strict:
                     raise
+                failure = exc
             # lenient: leave out the long length and item bounds that make the automaton too large
+            tried = found.get("unenforced")
             for bound in (256, 32):
                 grammar, unenforced = schema_to_grammar(
                     schema,
@@ -276,12 +278,15 @@ class GrammarCompiler:
                     **options,  # type: ignore[arg-type]
                 )
                 found["unenforced"] = unenforced
+                if unenforced == tried:
+                    # every bound left out is reported: none was, so this is the grammar that failed
+                    continue
+                tried = unenforced
                 try:
                     return compile_grammar_automaton(grammar, self.limits)
-                except LimitExceeded:
-                    if bound == 32:
-                        raise
-            raise AssertionError("unreachable")  # pragma: no cover
+                except LimitExceeded as exc:
+                    failure = exc
+            raise failure
 
         source = key_text if len(key_text) <= 200 else key_text[:197] + "..."
         compiled = self._compile(("json_schema", key_text), build, source)
