@@ -135,7 +135,6 @@ def test_long_token_survivors_are_those_alive_after_the_sharing_depth(
     assert listed  # the short list applies somewhere
 
 
-
 def test_long_tokens_of_looping_states_by_their_own_loop_bytes(long_info) -> None:
     # states of two families loop on different bytes; what one family's loop bytes let pass is
     # remembered per set of loop bytes and must not be reused for the other
@@ -157,6 +156,7 @@ def test_long_tokens_of_looping_states_by_their_own_loop_bytes(long_info) -> Non
         bits = np.unpackbits(got.view(np.uint8), bitorder="little")
         want = {t for t in fresh.ids.tolist() if compiled.dfa.step(s, vocab[t]) >= 0}
         assert {int(t) for t in np.flatnonzero(bits)} == want, s
+
 
 def _random_dfa(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     table = np.full((n, 256), -1, dtype=np.int32)

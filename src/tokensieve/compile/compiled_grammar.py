@@ -203,9 +203,8 @@ class CompiledGrammar:
             if batch.packed is not None:  # a row of the batch: its memory is counted already
                 self._store(state, mask, counted=False)
                 return mask
-            if index not in batch.dense:  # packed from its token list just now
-                mask.setflags(write=False)
-                self._store(state, mask, friendly=True)
+            if batch.listed(index):  # packed from its token list just now
+                self._keep_packed_list(state, mask)
                 # the lists of the states a few bytes ahead are packed now too: their first
                 # use is then a plain copy, and this step pays for the few of them at once
                 self._pack_ahead(state)
@@ -273,15 +272,18 @@ class CompiledGrammar:
                     if r in masks:
                         continue
                     batch, index = self._batch_entry(r)
-                    if batch is None or batch.packed is not None or index in batch.dense:
+                    if batch is None or not batch.listed(index):
                         continue
-                    mask = batch.mask(index)
-                    mask.setflags(write=False)
-                    self._store(r, mask, friendly=True)
+                    self._keep_packed_list(r, batch.mask(index))
                     packed += 1
                     if packed >= _PACK_AHEAD:
                         return
             frontier = nxt
+
+    def _keep_packed_list(self, state: int, mask: np.ndarray) -> None:
+        """Memoise ``mask``, just packed from ``state``'s token list (read-only from now on)."""
+        mask.setflags(write=False)
+        self._store(state, mask, friendly=True)
 
     def _representatives(self) -> np.ndarray | None:
         """For every state, the state whose short-token mask it shares (computed on the first miss)."""

@@ -426,6 +426,10 @@ class MaskBatch:
         self.starts = np.zeros(1, dtype=np.int64)
         self.dense = {}
 
+    def listed(self, index: int) -> bool:
+        """Whether the mask of ``states[index]`` is kept as a token list (packed by :meth:`mask` on each call)."""
+        return self.packed is None and index not in self.dense
+
     def mask(self, index: int) -> np.ndarray:
         """The packed ``int32 (num_words,)`` row of ``states[index]`` (a new array for token lists)."""
         if self.packed is not None:
