@@ -252,6 +252,32 @@ def test_hostname_label_lengths(automata: dict[str, tuple[ByteDFA, ByteDFA]]) ->
         assert dfa.accepts(text.encode()) == ok, text
 
 
+def _rfc5321_domain(text: str) -> bool:
+    # RFC 5321 section 4.1.2: sub-domain *("." sub-domain), sub-domain = Let-dig [Ldh-str]
+    def sub_domain(label: str) -> bool:
+        return (
+            label != ""
+            and all(c.isascii() and (c.isalnum() or c == "-") for c in label)
+            and label[0] != "-"
+            and label[-1] != "-"
+        )
+
+    return all(sub_domain(label) for label in text.split("."))
+
+
+def test_email_domains_follow_the_mailbox_syntax_without_size_limits(
+    automata: dict[str, tuple[ByteDFA, ByteDFA]],
+) -> None:
+    # the label limit of 63 is one of the size limits of section 4.5.3.1, reported as not enforced
+    dfa = automata["email"][0]
+    for n in (1, 63, 64, 200):
+        assert dfa.accepts(f"joe@{'a' * n}.example".encode())
+    rng = random.Random(5321)
+    for _ in range(3000):
+        domain = "".join(rng.choice("ab9-.") for _ in range(rng.randint(1, 80)))
+        assert dfa.accepts(f"joe@{domain}".encode()) == _rfc5321_domain(domain), domain
+
+
 def test_duration_brute_force(automata: dict[str, tuple[ByteDFA, ByteDFA]]) -> None:
     dfa = automata["duration"][0]
     date_units, time_units = "YMD", "HMS"

@@ -286,3 +286,12 @@ def test_long_string_fails_fast_and_lenient_mode_relaxes(compiler) -> None:
     assert err.value.limit == "max_dfa_states"
     lenient = compiler.compile_json_schema(schema, strict=False)
     assert any("maxLength" in u for u in lenient.unenforced)
+
+
+def test_email_reports_each_size_limit_it_does_not_check(compiler) -> None:
+    compiled = compiler.compile_json_schema({"type": "string", "format": "email"})
+    (note,) = [u for u in compiled.unenforced if u.startswith("/format: format 'email' is enforced in part")]
+    for limit in ("local part", "domain", "label"):
+        assert limit in note
+    assert accepts(compiled, f'"joe@{"a" * 70}.example"')
+    assert not accepts(compiled, '"joe@-bad.example"')

@@ -43,7 +43,7 @@ MAX_UNIQUE_ITEMS = 10
 #: formats whose language is a superset of the specified one
 _PARTIAL_FORMATS = {
     "hostname": "the total length and the IDNA rules of xn-- labels are not checked",
-    "email": "the length limits are not checked",
+    "email": "the size limits of 64 characters per local part, 255 per domain and 63 per label are not checked",
 }
 
 
