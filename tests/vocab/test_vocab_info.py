@@ -38,6 +38,8 @@ def test_empty_tokens_are_special_and_only_they() -> None:
     info = TokenizerInfo([b"x", b"", b"y"], special_token_ids=[2])
     assert info.special_token_ids == [1, 2]
     assert [i for i, t in enumerate(info.decoded_vocab) if not t] == info.special_token_ids
+    assert info.special_token_set == {1, 2}
+    assert info.stop_token_set == frozenset()
 
 
 def test_ids_are_sorted_and_deduplicated() -> None:
@@ -124,6 +126,8 @@ def test_pickle_round_trip() -> None:
     assert copy.decoded_vocab == info.decoded_vocab
     assert copy.stop_token_ids == info.stop_token_ids
     assert copy.special_token_ids == info.special_token_ids
+    assert copy.stop_token_set == {0}
+    assert copy.special_token_set == {1} | {i for i, t in enumerate(copy.decoded_vocab) if not t}
     assert copy.name == "tiny"
     assert copy.token_lengths.tolist() == info.token_lengths.tolist()
 

@@ -52,8 +52,8 @@ class GrammarMatcher:
         self.terminate_without_stop_token = terminate_without_stop_token
         info = compiled_grammar.tokenizer_info
         self._vocab = info.decoded_vocab
-        self._stop = frozenset(int(i) for i in info.stop_token_ids)
-        self._special = frozenset(int(i) for i in info.special_token_ids)
+        self._stop = info.stop_token_set
+        self._special = info.special_token_set
         self._vocab_size = compiled_grammar.vocab_size
         self._state = compiled_grammar.start_state
         self._terminated = False

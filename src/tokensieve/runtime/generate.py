@@ -121,7 +121,7 @@ class GenerationStream(Iterator[str]):
         compiled = self.compiled
         info = compiled.tokenizer_info
         vocab = info.decoded_vocab
-        stops = frozenset(info.stop_token_ids)
+        stops = info.stop_token_set
         planner = planner_for(compiled)
         exhaustive = planner.exhaustive
         matcher = GrammarMatcher(compiled, terminate_without_stop_token=True)

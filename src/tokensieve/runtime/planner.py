@@ -38,7 +38,7 @@ class _TokenTable:
     def __init__(self, info: TokenizerInfo) -> None:
         table: dict[bytes, int] = {}
         vocab = info.decoded_vocab
-        special = set(info.special_token_ids)
+        special = info.special_token_set
         # iterate downwards so that the lowest id wins for duplicate byte strings
         for token_id in range(len(vocab) - 1, -1, -1):
             data = vocab[token_id]

@@ -99,6 +99,8 @@ class TokenizerInfo:
         self._num_real_tokens = n
         self._stop_token_ids = stops
         self._special_token_ids = special
+        self._stop_token_set = frozenset(stops)
+        self._special_token_set = frozenset(special)
         self._name = str(name)
         self._hash: str | None = None
         self._lengths: np.ndarray | None = None
@@ -132,6 +134,16 @@ class TokenizerInfo:
     def special_token_ids(self) -> list[int]:
         """Sorted ids of tokens that never produce text (control tokens, padding, empty tokens)."""
         return list(self._special_token_ids)
+
+    @property
+    def stop_token_set(self) -> frozenset[int]:
+        """:attr:`stop_token_ids` as a set, built once (a matcher is made per request)."""
+        return self._stop_token_set
+
+    @property
+    def special_token_set(self) -> frozenset[int]:
+        """:attr:`special_token_ids` as a set, built once."""
+        return self._special_token_set
 
     @property
     def name(self) -> str:
@@ -331,10 +343,13 @@ class TokenizerInfo:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_lengths"] = None
+        del state["_stop_token_set"], state["_special_token_set"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._stop_token_set = frozenset(self._stop_token_ids)
+        self._special_token_set = frozenset(self._special_token_ids)
 
 
 def _as_bytes(token: object, i: int) -> bytes:
