@@ -222,3 +222,43 @@ def test_counted_string_that_takes_a_broken_character() -> None:
     inside = compiled.step_bytes(compiled.start_state, b'"')
     assert compiled.automaton.jump_utf8[inside]  # the jump counts characters
     _check_all_states(compiled, info, 3)
+
+
+def _words(seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return sorted({"".join(rng.choice("abxé7 ") for _ in range(rng.randint(1, 12))) for _ in range(300)})
+
+
+@pytest.mark.parametrize("kind", ["regex", "schema", "choices"])
+def test_rows_written_by_the_grammar_match_brute_force(monkeypatch, kind: str) -> None:
+    """``fill_row`` into a dirty row, twice per state: short token lists are written from their words.
+
+    Every batch keeps its token lists (none is packed at once), so the first
+    use of a short list merges it into the row and the second writes it back
+    from the kept words; longer lists, walks and shared masks are copied.
+    """
+    from tokensieve.compile import compiled_grammar
+
+    monkeypatch.setattr(compiled_grammar, "_PACK_AT_ONCE_BYTES", 0)
+    info = _info(21)
+    compiler = GrammarCompiler(info, precompute=True, cache_enabled=False)
+    if kind == "regex":
+        compiled = compiler.compile_regex(REGEXES[3])
+    elif kind == "schema":
+        compiled = compiler.compile_json_schema(SCHEMAS[0], strict=False)
+    else:
+        compiled = compiler.compile_choices(_words(21))
+    expected = _brute_force(compiled, info)
+    order = list(range(compiled.num_states))
+    random.Random(21).shuffle(order)
+    row = np.empty(compiled.num_words, dtype=np.int32)
+    for s in order + order:
+        row.fill(-1)
+        compiled.fill_row(s, row)
+        got = np.unpackbits(row.view(np.uint8), bitorder="little")
+        assert not got[info.vocab_size :].any(), s
+        bad = np.flatnonzero(got[: info.vocab_size].astype(bool) != expected[s])
+        assert not bad.size, (s, [info.decoded_vocab[t] for t in bad[:5] if t < len(info.decoded_vocab)])
+    assert compiled._sparse  # the short lists were written from their words
+    if kind == "choices":  # every word's end is accepting: the stop tokens are written too
+        assert any(compiled.is_accepting(s) for s in compiled._sparse)

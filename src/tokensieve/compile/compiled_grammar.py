@@ -37,6 +37,9 @@ _PACK_AHEAD = 2
 #: ...found among at most this many states, past states with at most this many distinct successors
 _PACK_AHEAD_VISITS = 64
 _PACK_AHEAD_FANOUT = 4
+#: a mask kept as a token list of at most this many ``(word, bit)`` pairs is written into
+#: bitmask rows from its distinct words (:meth:`CompiledGrammar.fill_row`), never packed
+_SPARSE_PAIRS = 32
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
 #: restrictive states per walk when precomputing within a time budget (so that it can stop)
@@ -109,6 +112,8 @@ class CompiledGrammar:
         self._batch_of = np.full(num_states, -1, dtype=np.int32)
         self._index_in_batch = np.zeros(num_states, dtype=np.int32)
         self._list_bytes = 0
+        # short token lists as (distinct words, their bits), see fill_row; counted in _list_bytes
+        self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._known = np.zeros(num_states, dtype=bool)  # in _masks or a batch
         # state -> the state whose short-token mask it shares (None: every state is its own)
         self._reps: np.ndarray | None = None
@@ -134,6 +139,11 @@ class CompiledGrammar:
     def vocab_size(self) -> int:
         """Width of the masks, in tokens."""
         return self._builder.vocab_size
+
+    @property
+    def num_words(self) -> int:
+        """Width of the masks, in ``int32`` words (``ceil(vocab_size / 32)``)."""
+        return self._builder.num_words
 
     @property
     def memory_size_bytes(self) -> int:
@@ -228,6 +238,54 @@ class CompiledGrammar:
         self._store(state, mask)
         return mask
 
+    def fill_row(self, state: int, row: np.ndarray) -> None:
+        """Write the mask of ``state`` into ``row``, the same bits as :meth:`token_mask`.
+
+        Parameters
+        ----------
+        state
+            An automaton state.
+        row
+            A writable ``int32`` array of ``ceil(V / 32)`` words.
+
+        Notes
+        -----
+        A mask that waits as a short token list (at most ``_SPARSE_PAIRS``
+        pairs: a choice list's trie, the keys and punctuation of a schema) is
+        kept as its distinct words and their bits and written by clearing the
+        row and one indexed assignment, about the cost of copying a packed row,
+        instead of being packed on first use (several microseconds, and 4 bytes
+        per 32 tokens kept for each state).
+        """
+        mask = self._masks.get(state)
+        if mask is None:
+            sparse = self._sparse.get(state)
+            if sparse is not None:
+                row.fill(0)
+                row[sparse[0]] = sparse[1]
+                return
+            if self._fill_sparse(state, row):
+                return
+            mask = self.token_mask(state)
+        row[...] = mask
+
+    def _fill_sparse(self, state: int, row: np.ndarray) -> bool:
+        """Write ``state``'s mask into ``row`` if it waits as a short token list, and keep that list merged."""
+        if state != self.start_state:
+            reps = self._representatives()
+            if reps is not None and int(reps[state]) != state:
+                return False  # a class's mask with the long tokens rechecked: see token_mask
+        batch, index = self._batch_entry(state)
+        if batch is None or not batch.listed(index) or batch.pairs(index) > _SPARSE_PAIRS:
+            return False
+        sparse = batch.fill_sparse(index, row)
+        with self._lock:
+            if self._batch_of[state] >= 0:  # not forgotten meanwhile
+                self._sparse[state] = sparse
+                self._list_bytes += sparse[0].nbytes + sparse[1].nbytes
+        self._pack_ahead(state)
+        return True
+
     def _batch_entry(self, state: int) -> tuple[MaskBatch | None, int]:
         """The batch holding ``state``'s mask (``None`` if none does) and its index there."""
         with self._lock:  # the batches may be dropped by another thread
@@ -252,7 +310,13 @@ class CompiledGrammar:
         with few distinct successors (``_PACK_AHEAD_FANOUT``); at most
         ``_PACK_AHEAD_VISITS`` states are looked at, in plain Python over each
         state's memoised distinct successors.
+
+        Not for choice lists: an output walks one branch of their trie once, and
+        a token passes several of its states, so the states just ahead are
+        seldom the next ones asked for.
         """
+        if self.kind == "choices":
+            return
         masks = self._masks
         seen = {state}
         frontier = [state]
@@ -389,6 +453,7 @@ class CompiledGrammar:
                     del self._masks[s], self._mask_sizes[s]
                 self._batches.clear()
                 self._batch_of[:] = -1
+                self._sparse.clear()
                 self._list_bytes = 0
                 self._known[:] = False
                 if self._masks:

@@ -196,6 +196,11 @@ class CompiledPushdownGrammar:
         return int(self.tokenizer_info.vocab_size)
 
     @property
+    def num_words(self) -> int:
+        """Width of the masks, in ``int32`` words (``ceil(vocab_size / 32)``)."""
+        return int(self._builder.num_words)
+
+    @property
     def num_states(self) -> int:
         """Pushdown states discovered so far."""
         return len(self._sets)
@@ -231,6 +236,10 @@ class CompiledPushdownGrammar:
                 return -1
             state = nxt
         return state
+
+    def fill_row(self, state: int, row: np.ndarray) -> None:
+        """Write :meth:`token_mask` of ``state`` into ``row`` (writable ``int32``, ``ceil(V / 32)`` words)."""
+        row[...] = self.token_mask(state)
 
     def token_mask(self, state: int) -> np.ndarray:
         """Packed ``int32`` mask of the tokens allowed in ``state`` (read-only)."""

@@ -445,6 +445,32 @@ class MaskBatch:
                 out[word] |= bit
         return out.view(np.int32)
 
+    def pairs(self, index: int) -> int:
+        """How many ``(word, bit)`` pairs the token list of ``states[index]`` holds."""
+        return int(self.starts[index + 1] - self.starts[index])
+
+    def fill_sparse(self, index: int, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Write the listed mask of ``states[index]`` into ``row``; return it as ``(words, bits)``.
+
+        ``row`` is ``int32 (num_words,)`` and is cleared first. The result
+        rewrites the same row by ``row[words] = bits`` after clearing it: a
+        word listed twice carries its whole union both times. Stop tokens are
+        included where the state is accepting. Meant for short lists (the bits
+        are merged by :func:`or_distinct_bits`, a couple of microseconds).
+        """
+        lo, hi = int(self.starts[index]), int(self.starts[index + 1])
+        words = self.words[lo:hi]
+        row.fill(0)
+        target = row.view(np.uint32)
+        or_distinct_bits(target, words, self.bits[lo:hi])
+        if self.accepting[index] and self._stop_pairs:
+            for word, bit in self._stop_pairs:
+                target[word] |= bit
+            words = np.concatenate((words, self._stop_words))
+        else:
+            words = words.copy()
+        return words, row.take(words)
+
     def pack_all(self) -> np.ndarray:
         """Every mask of the batch as one packed ``int32 (k, num_words)`` array."""
         k, w = len(self), self._num_words

@@ -174,11 +174,12 @@ class GrammarMatcher:
         bool
             Always ``True`` (the mask must be applied).
         """
-        mask = self.next_token_mask()
-        if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.dtype is _INT32:
-            if bitmask.shape[1] == mask.shape[0]:  # the usual case: one copy, by item assignment (the fastest)
-                bitmask[index] = mask
+        if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.dtype is _INT32 and not self._terminated:
+            cg = self.compiled_grammar
+            if bitmask.shape[1] == cg.num_words:  # the usual case: the grammar writes the row
+                cg.fill_row(self._state, bitmask[index])
                 return True
+        mask = self.next_token_mask()
         if isinstance(bitmask, np.ndarray):
             row = bitmask[index] if bitmask.ndim == 2 else bitmask
             if row.shape[0] == mask.shape[0] and bitmask.dtype == np.int32:
