@@ -262,3 +262,33 @@ def test_rows_written_by_the_grammar_match_brute_force(monkeypatch, kind: str) -
     assert compiled._sparse  # the short lists were written from their words
     if kind == "choices":  # every word's end is accepting: the stop tokens are written too
         assert any(compiled.is_accepting(s) for s in compiled._sparse)
+
+
+def test_choice_list_rows_come_from_its_edges() -> None:
+    """A choice list's automaton has no table: its rows are read from its edges, one state at a time."""
+    info = _info(22)
+    words = _words(22)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_choices(words)
+    assert compiled._transitions is None
+    table = compiled.dfa.transitions  # built from the edge list by the automaton itself
+    for s in range(compiled.num_states):
+        assert compiled.row(s) == table[s].tolist(), s
+    inside = {w.encode()[:i] for w in words for i in range(len(w.encode()) + 1)}
+    for w in words:
+        data = w.encode()
+        for extra in (b"", b"q", data[:1]):
+            end = compiled.step_bytes(compiled.start_state, data + extra)
+            assert (end >= 0) == (data + extra in inside), data + extra
+        assert compiled.is_accepting(compiled.step_bytes(compiled.start_state, data))
+
+
+def test_rows_kept_are_bounded(monkeypatch) -> None:
+    from tokensieve.compile import compiled_grammar
+
+    monkeypatch.setattr(compiled_grammar, "_MAX_ROWS", 5)
+    info = _info(23)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[1])
+    table = compiled.dfa.transitions
+    for s in list(range(compiled.num_states)) * 2:
+        assert compiled.row(s) == table[s].tolist()
+        assert len(compiled._rows) <= 5

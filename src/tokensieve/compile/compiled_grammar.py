@@ -37,6 +37,8 @@ _PACK_AHEAD = 2
 #: ...found among at most this many states, past states with at most this many distinct successors
 _PACK_AHEAD_VISITS = 64
 _PACK_AHEAD_FANOUT = 4
+#: transition rows (and distinct successors) kept as Python lists, at most; then forgotten
+_MAX_ROWS = 16384
 #: a mask kept as a token list of at most this many ``(word, bit)`` pairs is written into
 #: bitmask rows from its distinct words (:meth:`CompiledGrammar.fill_row`), never packed
 _SPARSE_PAIRS = 32
@@ -163,7 +165,16 @@ class CompiledGrammar:
         row = self._rows.get(state)
         if row is None:
             table = self._transitions
-            row = (table[state] if table is not None else self.dfa.row(state)).tolist()
+            if table is not None:
+                row = table[state].tolist()
+            else:  # a large choice list: its few edges, from the walk's arrays
+                view = self.automaton
+                lo, hi = view.out_start[state : state + 2].tolist()
+                row = [-1] * 256
+                for byte, target in zip(view.out_byte[lo:hi].tolist(), view.out_next[lo:hi].tolist(), strict=True):
+                    row[byte] = target
+            if len(self._rows) >= _MAX_ROWS:  # bounded: 2 KB a row, and a server walks many states
+                self._rows.clear()
             self._rows[state] = row
         return row
 
@@ -299,7 +310,10 @@ class CompiledGrammar:
         if after is None:
             view = self.automaton
             lo, hi = int(view.out_start[q]), int(view.out_start[q + 1])
-            after = self._successors[q] = sorted(set(view.out_next[lo:hi].tolist()))
+            after = sorted(set(view.out_next[lo:hi].tolist()))
+            if len(self._successors) >= _MAX_ROWS:
+                self._successors.clear()
+            self._successors[q] = after
         return after
 
     def _pack_ahead(self, state: int) -> None:
