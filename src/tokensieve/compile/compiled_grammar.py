@@ -197,27 +197,22 @@ class CompiledGrammar:
         mask = self._masks.get(state)
         if mask is not None:
             return mask
-        if state != self.start_state:
-            reps = self._representatives()
-            if reps is not None:
-                rep = int(reps[state])
-                if rep != state:
-                    assert self._transitions is not None
-                    base = self.token_mask(rep)
-                    chains = self.automaton.chains
-                    lengths = None if chains is None else [int(c[state]) for c in chains]
-                    long_tokens = self._builder.long_tokens
-                    assert long_tokens is not None  # set by mask_builder_for
-                    survivors = self._survivors.get(rep, _UNKNOWN)
-                    if survivors is _UNKNOWN:
-                        survivors = long_tokens.survivors(self._transitions, state)
-                        self._survivors[rep] = survivors
-                    mask = long_tokens.apply(
-                        base, self._transitions, state, lengths, survivors
-                    )
-                    mask.setflags(write=False)
-                    self._store(state, mask, friendly=True)
-                    return mask
+        rep = self._shared_with(state)
+        if rep is not None:
+            assert self._transitions is not None
+            base = self.token_mask(rep)
+            chains = self.automaton.chains
+            lengths = None if chains is None else [int(c[state]) for c in chains]
+            long_tokens = self._builder.long_tokens
+            assert long_tokens is not None  # set by mask_builder_for
+            survivors = self._survivors.get(rep, _UNKNOWN)
+            if survivors is _UNKNOWN:
+                survivors = long_tokens.survivors(self._transitions, state)
+                self._survivors[rep] = survivors
+            mask = long_tokens.apply(base, self._transitions, state, lengths, survivors)
+            mask.setflags(write=False)
+            self._store(state, mask, friendly=True)
+            return mask
         batch, index = self._batch_entry(state)
         if batch is not None:
             mask = batch.mask(index)
@@ -282,10 +277,8 @@ class CompiledGrammar:
 
     def _fill_sparse(self, state: int, row: np.ndarray) -> bool:
         """Write ``state``'s mask into ``row`` if it waits as a short token list, and keep that list merged."""
-        if state != self.start_state:
-            reps = self._representatives()
-            if reps is not None and int(reps[state]) != state:
-                return False  # a class's mask with the long tokens rechecked: see token_mask
+        if self._shared_with(state) is not None:
+            return False  # a class's mask with the long tokens rechecked: see token_mask
         batch, index = self._batch_entry(state)
         if batch is None or not batch.listed(index) or batch.pairs(index) > _SPARSE_PAIRS:
             return False
@@ -296,6 +289,16 @@ class CompiledGrammar:
                 self._list_bytes += sparse[0].nbytes + sparse[1].nbytes
         self._pack_ahead(state)
         return True
+
+    def _shared_with(self, state: int) -> int | None:
+        """The other state whose short-token mask ``state`` shares, or ``None`` (its own mask)."""
+        if state == self.start_state:
+            return None
+        reps = self._representatives()
+        if reps is None:
+            return None
+        rep = int(reps[state])
+        return None if rep == state else rep
 
     def _batch_entry(self, state: int) -> tuple[MaskBatch | None, int]:
         """The batch holding ``state``'s mask (``None`` if none does) and its index there."""

@@ -437,13 +437,23 @@ class MaskBatch:
         row = self.dense.get(index)
         if row is not None:
             return row
-        lo, hi = int(self.starts[index]), int(self.starts[index + 1])
         out = friendly_zeros(self._num_words, np.uint32)
-        or_distinct_bits(out, self.words[lo:hi], self.bits[lo:hi])
+        self._write_list(index, out)
+        return out.view(np.int32)
+
+    def _write_list(self, index: int, out: np.ndarray) -> np.ndarray:
+        """OR the token list of ``states[index]`` into the zeroed ``uint32`` row ``out``.
+
+        Stop tokens are added where the state is accepting. Returns the list's
+        words (a slice of :attr:`words`, without the stop words).
+        """
+        lo, hi = int(self.starts[index]), int(self.starts[index + 1])
+        words = self.words[lo:hi]
+        or_distinct_bits(out, words, self.bits[lo:hi])
         if self.accepting[index]:
             for word, bit in self._stop_pairs:
                 out[word] |= bit
-        return out.view(np.int32)
+        return words
 
     def pairs(self, index: int) -> int:
         """How many ``(word, bit)`` pairs the token list of ``states[index]`` holds."""
@@ -458,14 +468,9 @@ class MaskBatch:
         included where the state is accepting. Meant for short lists (the bits
         are merged by :func:`or_distinct_bits`, a couple of microseconds).
         """
-        lo, hi = int(self.starts[index]), int(self.starts[index + 1])
-        words = self.words[lo:hi]
         row.fill(0)
-        target = row.view(np.uint32)
-        or_distinct_bits(target, words, self.bits[lo:hi])
+        words = self._write_list(index, row.view(np.uint32))
         if self.accepting[index] and self._stop_pairs:
-            for word, bit in self._stop_pairs:
-                target[word] |= bit
             words = np.concatenate((words, self._stop_words))
         else:
             words = words.copy()
