@@ -7,6 +7,9 @@ of tokens whose bytes keep the automaton alive from that state.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +19,7 @@ from tokensieve import GrammarCompiler
 from tokensieve.compile import shared_masks
 from tokensieve.compile.char_chains import MAX_CHAIN
 from tokensieve.compile.shared_masks import mask_representatives
+from tokensieve.compile.token_masks import TokenMaskBuilder
 from tokensieve.compile.vocab_cache import mask_builder_for
 from tokensieve.vocab import TokenizerInfo
 
@@ -323,6 +327,66 @@ def test_auto_precompute_walks_one_state_per_class_within_its_budget(long_info) 
         np.testing.assert_array_equal(none.token_mask(s), eager.token_mask(s))
 
 
+#: twenty loops on distinct 21-byte ranges: twenty permissive states, walked a few at a time
+_LOOPS = "".join(f"[\\x{0x41 + i:02x}-\\x{0x55 + i:02x}]+{i % 10}" for i in range(20))
+
+
+def _budgeted(info: TokenizerInfo, work: int | None, seconds: float = 60.0):
+    compiler = GrammarCompiler(
+        info,
+        cache_enabled=False,
+        auto_precompute_max_states=10,
+        auto_precompute_work=work,
+        auto_precompute_budget_s=seconds,
+    )
+    return compiler.compile_regex(_LOOPS)
+
+
+def test_a_work_budget_computes_the_same_masks_ahead_however_slow_the_walks(long_info, monkeypatch) -> None:
+    eager = GrammarCompiler(long_info, precompute=True, cache_enabled=False).compile_regex(_LOOPS)
+    quick = _budgeted(long_info, 5000)
+    slowed = TokenMaskBuilder.compute
+
+    def slow_compute(self, *args, **kwargs):
+        time.sleep(0.05)
+        return slowed(self, *args, **kwargs)
+
+    monkeypatch.setattr(TokenMaskBuilder, "compute", slow_compute)
+    slow = _budgeted(long_info, 5000)
+    timed = _budgeted(long_info, None, seconds=0.01)  # a time budget: fewer states when walks are slow
+    monkeypatch.undo()
+    view = quick.automaton
+    assert quick.num_states == eager.num_states and view.permissive.sum() >= 20
+    np.testing.assert_array_equal(quick._known, slow._known)
+    assert quick._known[~view.permissive].all()  # restrictive states come first
+    assert 0 < quick._known[view.permissive].sum() < view.permissive.sum()  # the budget stopped the walks
+    assert timed._known.sum() < quick._known.sum()
+    for s in range(eager.num_states):
+        np.testing.assert_array_equal(slow.token_mask(s), eager.token_mask(s))
+
+
+def test_work_is_counted_per_thread(long_info) -> None:
+    builder = mask_builder_for(long_info)
+    compiled = GrammarCompiler(long_info, precompute=False, cache_enabled=False).compile_regex(_LOOPS)
+    before = builder.work_done()
+    elsewhere: list[int] = []
+
+    def walk_elsewhere() -> None:
+        start = builder.work_done()
+        compiled.precompute()
+        elsewhere.append(builder.work_done() - start)
+
+    thread = threading.Thread(target=walk_elsewhere)
+    thread.start()
+    thread.join()
+    assert elsewhere[0] >= compiled.num_states  # at least one pair per state walked
+    assert builder.work_done() == before
+    compiled.token_mask(compiled.num_states - 1)  # cached: no walk
+    assert builder.work_done() == before
+
+
 def test_a_negative_precompute_budget_is_refused(long_info) -> None:
     with pytest.raises(ValueError, match="auto_precompute_budget_s"):
         GrammarCompiler(long_info, auto_precompute_budget_s=-1)
+    with pytest.raises(ValueError, match="auto_precompute_work"):
+        GrammarCompiler(long_info, auto_precompute_work=-1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from .._arrays import sorted_unique
 from ..bitmask import copy_friendly
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, mask_representatives
-from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, walk_in_chunks
+from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -399,7 +398,9 @@ class CompiledGrammar:
         if self._transitions is not None:
             self.automaton.chains  # noqa: B018 - built and kept by the view
 
-    def precompute(self, states: Iterable[int] | None = None, *, budget_s: float | None = None) -> bool:
+    def precompute(
+        self, states: Iterable[int] | None = None, *, budget_s: float | None = None, budget_work: int | None = None
+    ) -> bool:
         """Compute the masks of ``states`` (all states by default), many per walk.
 
         Only one state per class of states sharing a mask is walked
@@ -419,13 +420,19 @@ class CompiledGrammar:
             Restrictive states come first, then permissive ones, each in
             the order of their numbers (breadth-first from the start state in
             minimised automata).
+        budget_work
+            Likewise once the walks have done this much work (see
+            :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.work_done`):
+            unlike time, the same states on every machine.
 
         Returns
         -------
         bool
             Whether every requested mask is known now.
         """
-        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        budget = None
+        if budget_s is not None or budget_work is not None:
+            budget = WalkBudget(self._builder, budget_work, budget_s)
         if states is None:
             todo = np.arange(self.num_states, dtype=np.int64)
         else:
@@ -441,8 +448,8 @@ class CompiledGrammar:
         def walk(chunk: np.ndarray) -> None:
             self._add_batch(self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER))
 
-        size = _PRECOMPUTE_BATCH if deadline is None else _BUDGETED_BATCH
-        return walk_in_chunks(todo, view.permissive, (size, _PREFETCH_PERMISSIVE), walk, deadline)
+        size = _PRECOMPUTE_BATCH if budget is None else _BUDGETED_BATCH
+        return walk_in_chunks(todo, view.permissive, (size, _PREFETCH_PERMISSIVE), walk, budget)
 
     def _add_batch(self, batch: MaskBatch) -> None:
         """Keep a batch's masks, packed at once when they fit in a few megabytes.

@@ -47,16 +47,25 @@ class GrammarCompiler:
         shared masks (which states share the mask of their short tokens, the
         chain lengths) are built at compile time, and then the masks of one
         state per class of states sharing a mask, restrictive states first,
-        until ``auto_precompute_budget_s`` has gone; the states left are
+        until ``auto_precompute_work`` is done (or, on a slow or busy
+        machine, ``auto_precompute_budget_s`` has gone); the states left are
         computed on first use, and the other states of a class derive their
         mask from their class's on first use (tens of microseconds).
     auto_precompute_max_states
         The ``"auto"`` threshold for computing every state's mask (a batched
         walk of a few thousand restrictive states costs a few milliseconds).
+    auto_precompute_work
+        The ``"auto"`` budget for the masks of larger or permissive automata,
+        in units of walking work (see
+        :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.work_done`;
+        the default is about 0.2 s where the benchmarks ran). Unlike time, the
+        same states are computed ahead on every machine, so decoding meets
+        the same first visits whatever the load was during compilation.
+        ``None``: bounded by time alone.
     auto_precompute_budget_s
-        The ``"auto"`` time budget for the masks of larger or permissive
-        automata, in seconds (``0`` computes only the start state's mask at
-        compile time).
+        The ``"auto"`` time bound on the same walks, in seconds, for slow or
+        busy machines (``0`` computes only the start state's mask at compile
+        time).
     cache_enabled
         Keep compiled grammars keyed by their source, so compiling the same
         constraint twice is free.
@@ -71,7 +80,8 @@ class GrammarCompiler:
         limits: Limits | None = None,
         precompute: bool | Literal["auto"] = "auto",
         auto_precompute_max_states: int = 1 << 14,
-        auto_precompute_budget_s: float = 0.2,
+        auto_precompute_work: int | None = 1_200_000,
+        auto_precompute_budget_s: float = 0.4,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
     ) -> None:
@@ -84,6 +94,9 @@ class GrammarCompiler:
         if not auto_precompute_budget_s >= 0:
             raise ValueError(f"auto_precompute_budget_s must be at least 0, not {auto_precompute_budget_s!r}")
         self.auto_precompute_budget_s = float(auto_precompute_budget_s)
+        if auto_precompute_work is not None and not auto_precompute_work >= 0:
+            raise ValueError(f"auto_precompute_work must be at least 0 or None, not {auto_precompute_work!r}")
+        self.auto_precompute_work = auto_precompute_work
         self.cache_enabled = cache_enabled
         self.max_cached_grammars = max_cached_grammars
         self._cache: OrderedDict[tuple[str, str], CompiledGrammar] = OrderedDict()
@@ -317,6 +330,11 @@ class GrammarCompiler:
         with self._lock:
             self._cache.clear()
 
+    @property
+    def _precompute_ahead(self) -> bool:
+        """Whether ``"auto"`` walks more than the start state at compile time."""
+        return self.auto_precompute_budget_s > 0 and self.auto_precompute_work != 0
+
     def _compile(self, key: tuple[str, str], build: Callable[[], Any], source: str) -> CompiledGrammar:
         if self.cache_enabled:
             with self._lock:
@@ -333,8 +351,8 @@ class GrammarCompiler:
                 pda.token_mask(pda.start_state)
                 if self.precompute is True:
                     pda.precompute()
-                elif self.auto_precompute_budget_s > 0:
-                    pda.precompute(budget_s=self.auto_precompute_budget_s)
+                elif self._precompute_ahead:
+                    pda.precompute(budget_s=self.auto_precompute_budget_s, budget_work=self.auto_precompute_work)
             logger.info(
                 "compiled %s grammar: %d rules, %d DFA states in %.2f ms",
                 key[0],
@@ -357,8 +375,8 @@ class GrammarCompiler:
             else:
                 compiled.prepare()
                 compiled.token_mask(compiled.start_state)
-                if self.auto_precompute_budget_s > 0:
-                    compiled.precompute(budget_s=self.auto_precompute_budget_s)
+                if self._precompute_ahead:
+                    compiled.precompute(budget_s=self.auto_precompute_budget_s, budget_work=self.auto_precompute_work)
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
             key[0],

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,7 @@ from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .shared_masks import mask_representatives
-from .token_masks import AutomatonView, FrontierTooLarge, walk_in_chunks
+from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -70,6 +69,9 @@ _MAX_FRONTIER = 2_000_000
 _PRECOMPUTE_WALKS = _MAX_MEMO_WALKS // 2
 #: ...this many restrictive ones per walk
 _PRECOMPUTE_BATCH = 16
+#: the work of finding a rule's walk classes, per state, in (trie node, state) pairs of walking
+#: (a few microseconds a state)
+_CLASS_WORK = 30
 
 
 class CompiledPushdownGrammar:
@@ -266,7 +268,7 @@ class CompiledPushdownGrammar:
         tables = self._gtrans.nbytes + self._table.nbytes + self._known.nbytes + self._escape.nbytes
         return int(tables + view + self._walk_bytes + self._mask_bytes)
 
-    def precompute(self, budget_s: float | None = None) -> bool:
+    def precompute(self, budget_s: float | None = None, budget_work: int | None = None) -> bool:
         """Walk the frames of the grammar's states from the root now, so that decoding steps need not.
 
         One state per class of states with the same walk (see
@@ -280,19 +282,24 @@ class CompiledPushdownGrammar:
         ----------
         budget_s
             Stop starting new walks once this many seconds have gone.
+        budget_work
+            Likewise once the walks have done this much work (see
+            :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.work_done`).
 
         Returns
         -------
         bool
             Whether every such walk is known now.
         """
-        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        budget = None
+        if budget_s is not None or budget_work is not None:
+            budget = WalkBudget(self._builder, budget_work, budget_s)
         with self._lock:
             reps: set[int] = set()
             for r, start in enumerate(self._rule_start):
                 self._walk_representative(start)  # the rule's classes
                 reps.update(self._walk_reps[r])
-                if deadline is not None and time.perf_counter() > deadline:
+                if budget is not None and budget.spent():
                     return False
             todo = [q for q in sorted(reps) if (q, 0, b"") not in self._walks]
             complete = len(todo) <= _PRECOMPUTE_WALKS
@@ -306,7 +313,7 @@ class CompiledPushdownGrammar:
 
             sizes = (_PRECOMPUTE_BATCH, _PREFETCH_PERMISSIVE)
             states = np.array(todo, dtype=np.int64)
-            if not walk_in_chunks(states, self._view().permissive, sizes, walk, deadline):
+            if not walk_in_chunks(states, self._view().permissive, sizes, walk, budget):
                 return False
             return complete
 
@@ -786,6 +793,8 @@ class CompiledPushdownGrammar:
                 self._maybe_empty,
                 int(self._builder.trie.max_depth),
             )
+            # their cost, as walking work (see TokenMaskBuilder.work_done): about 30 pairs a state
+            self._builder.add_work(_CLASS_WORK * int(classes.size))
             reps = (classes + self._offsets[r]).tolist()
             self._walk_reps[r] = reps
         return reps[g - self._rule_start[r]]
