@@ -43,7 +43,7 @@ _MAX_ROWS = 16384
 _SPARSE_PAIRS = 32
 #: restrictive states per walk in :meth:`CompiledGrammar.precompute`
 _PRECOMPUTE_BATCH = 16384
-#: restrictive states per walk when precomputing within a time budget (so that it can stop)
+#: restrictive states per walk when precomputing within a budget (so that it can stop)
 _BUDGETED_BATCH = 2048
 #: a walk of several states holds at most this many (trie node, state) pairs; a
 #: bigger one is split (an automaton whose states each reach much of the trie, such
@@ -430,9 +430,7 @@ class CompiledGrammar:
         bool
             Whether every requested mask is known now.
         """
-        budget = None
-        if budget_s is not None or budget_work is not None:
-            budget = WalkBudget(self._builder, budget_work, budget_s)
+        budget = WalkBudget.bounded(self._builder, budget_work, budget_s)
         if states is None:
             todo = np.arange(self.num_states, dtype=np.int64)
         else:

@@ -30,6 +30,7 @@ logger = logging.getLogger("tokensieve")
 #: time and half the mean time per token)
 _PUSHDOWN_WORK_SCALE = 2
 
+
 class GrammarCompiler:
     """Compiles regexes and choice lists into :class:`CompiledGrammar` objects.
 
@@ -66,10 +67,10 @@ class GrammarCompiler:
         the default is about 0.2 s where the benchmarks ran). Unlike time, the
         same states are computed ahead on every machine, so decoding meets
         the same first visits whatever the load was during compilation.
-        ``None``: bounded by time alone. Recursive grammars get twice
-        as much: a walk missed at a
-        decoding step costs milliseconds there (the frames of the states
-        near it, walked together), a fraction of one in a DFA.
+        ``None``: bounded by time alone. Recursive grammars get twice as
+        much: a walk missed at a decoding step costs milliseconds there (the
+        frames of the states near it, walked together), a fraction of one in
+        a DFA.
     auto_precompute_budget_s
         The ``"auto"`` time bound on the same walks, in seconds, for slow or
         busy machines (``0`` computes only the start state's mask at compile

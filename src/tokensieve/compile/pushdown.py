@@ -291,9 +291,7 @@ class CompiledPushdownGrammar:
         bool
             Whether every such walk is known now.
         """
-        budget = None
-        if budget_s is not None or budget_work is not None:
-            budget = WalkBudget(self._builder, budget_work, budget_s)
+        budget = WalkBudget.bounded(self._builder, budget_work, budget_s)
         with self._lock:
             reps: set[int] = set()
             for r, start in enumerate(self._rule_start):

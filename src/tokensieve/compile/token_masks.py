@@ -137,6 +137,13 @@ class WalkBudget:
         self._until = None if work is None else builder.work_done() + work
         self._deadline = None if seconds is None else time.perf_counter() + seconds
 
+    @classmethod
+    def bounded(cls, builder: TokenMaskBuilder, work: int | None, seconds: float | None) -> WalkBudget | None:
+        """The budget of ``work`` units or ``seconds``, ``None`` when neither bounds anything."""
+        if work is None and seconds is None:
+            return None
+        return cls(builder, work, seconds)
+
     def spent(self) -> bool:
         """Whether the work or the time is used up."""
         if self._deadline is not None and time.perf_counter() > self._deadline:
