@@ -21,7 +21,6 @@ bytes from telling itself apart; deep automata (long counters such as
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from .._arrays import sorted_unique
 from .._memo import BoundedMemo
 from ..errors import GrammarError, LimitExceeded
+from ..grammar.cfg import referenced_rules
 from ..grammar.ir import (
     NOTHING,
     Alt,
@@ -40,7 +40,6 @@ from ..grammar.ir import (
     Literal,
     Node,
     Repeat,
-    RuleRef,
 )
 from ..limits import Limits
 from .build import ir_to_dfa
@@ -655,20 +654,8 @@ def complement(a: ByteDFA, alphabet: ByteDFA | None = None, limits: Limits | Non
 
 
 # -------------------------------------------------------------- IR level
-def _rule_refs(node: Node) -> Iterator[str]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, RuleRef):
-            yield n.name
-        elif isinstance(n, (Concat, Alt)):
-            stack.extend(n.items)
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
-
-
 def _require_regular(node: Node, what: str) -> None:
-    for name in _rule_refs(node):
+    for name in referenced_rules(node):
         raise GrammarError(
             f"{what} needs regular operands, but an operand references the rule {name!r} "
             "(inline it or express the constraint without it)"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GrammarError, LimitExceeded
-from ..grammar.cfg import Grammar, rule_refs
+from ..grammar.cfg import Grammar, referenced_rules
 from ..grammar.ir import (
     EMPTY,
     NOTHING,
@@ -188,15 +188,35 @@ def _drop_unproductive(rules: dict[str, Node], root: str) -> dict[str, Node]:
 
 
 def _substitute(node: Node, fn: Callable[[RuleRef], Node]) -> Node:
-    if isinstance(node, RuleRef):
-        return fn(node)
-    if isinstance(node, Concat):
-        return concat(*(_substitute(i, fn) for i in node.items))
-    if isinstance(node, Alt):
-        return alt(*(_substitute(i, fn) for i in node.items))
-    if isinstance(node, Repeat):
-        return repeat(_substitute(node.item, fn), node.min, node.max)
-    return node
+    """``node`` with every rule reference ``r`` replaced by ``fn(r)``.
+
+    A subtree without references is returned as it is, and a subtree shared by
+    several parents is rebuilt once (the IR is a DAG), so the cost is the
+    number of distinct nodes on the paths to the references.
+    """
+    done: dict[int, Node] = {}
+
+    def sub(n: Node) -> Node:
+        if isinstance(n, RuleRef):
+            return fn(n)
+        if not isinstance(n, (Concat, Alt, Repeat)):
+            return n
+        hit = done.get(id(n))
+        if hit is not None:
+            return hit
+        if isinstance(n, Repeat):
+            item = sub(n.item)
+            out = n if item is n.item else repeat(item, n.min, n.max)
+        else:
+            items = [sub(i) for i in n.items]
+            if all(new is old for new, old in zip(items, n.items, strict=True)):
+                out = n
+            else:
+                out = concat(*items) if isinstance(n, Concat) else alt(*items)
+        done[id(n)] = out
+        return out
+
+    return sub(node)
 
 
 def _nullable(node: Node, null: set[str]) -> bool:
@@ -340,7 +360,7 @@ def _check_left_recursion(bodies: dict[str, Node]) -> None:
 
 def _recursive_rules(rules: dict[str, Node]) -> set[str]:
     """Rules on a cycle of the reference graph (Tarjan's SCCs, iterative)."""
-    graph = {n: sorted(set(rule_refs(b))) for n, b in rules.items()}
+    graph = {n: sorted(referenced_rules(b)) for n, b in rules.items()}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on: set[str] = set()
@@ -405,7 +425,7 @@ class _Inliner:
                 continue
             seen.add(n)
             stack.append((n, True))
-            for ref in rule_refs(self.rules[n]):
+            for ref in referenced_rules(self.rules[n]):
                 if ref not in self.recursive and ref not in seen:
                     stack.append((ref, False))
         for n in order:

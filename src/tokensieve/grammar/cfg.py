@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import GrammarError
 from .ir import Alt, Concat, Node, Repeat, RuleRef
 
-__all__ = ["Grammar", "rule_refs"]
+__all__ = ["Grammar", "referenced_rules", "rule_refs"]
 
 
 def rule_refs(node: Node) -> Iterator[str]:
@@ -40,6 +40,39 @@ def rule_refs(node: Node) -> Iterator[str]:
             stack.extend(reversed(n.items))
         elif isinstance(n, Repeat):
             stack.append(n.item)
+
+
+def referenced_rules(node: Node) -> list[str]:
+    """The distinct names of the rules that ``node`` references, in order of first reference.
+
+    Unlike :func:`rule_refs`, a subtree shared by several parents (the IR is
+    a DAG: string characters, whitespace and formats are built once and
+    reused) is read once, so the cost is the number of distinct nodes.
+
+    Parameters
+    ----------
+    node
+        A regex IR node.
+
+    Returns
+    -------
+    list of str
+    """
+    names: dict[str, None] = {}
+    seen: set[int] = set()
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            names[n.name] = None
+        elif isinstance(n, (Concat, Alt)):
+            if id(n) not in seen:
+                seen.add(id(n))
+                stack.extend(reversed(n.items))
+        elif isinstance(n, Repeat) and id(n) not in seen:
+            seen.add(id(n))
+            stack.append(n.item)
+    return list(names)
 
 
 @dataclass(frozen=True)
@@ -69,7 +102,7 @@ class Grammar:
         if self.root not in rules:
             raise GrammarError(f"the grammar has no rule named {self.root!r} to start from")
         for name, body in rules.items():
-            for ref in rule_refs(body):
+            for ref in referenced_rules(body):
                 if ref not in rules:
                     raise GrammarError(f"rule {name!r} references the undefined rule {ref!r}")
         object.__setattr__(
@@ -84,7 +117,7 @@ class Grammar:
         seen = {self.root}
         todo = [self.root]
         while todo:
-            for ref in rule_refs(self.rules[todo.pop()]):
+            for ref in referenced_rules(self.rules[todo.pop()]):
                 if ref not in seen:
                     seen.add(ref)
                     todo.append(ref)
