@@ -47,6 +47,7 @@ from ..grammar.ir import (
     repeat,
 )
 from ..limits import Limits
+from .blank_runs import RunsNotCountable, bound_blank_runs
 from .build import ir_to_dfa
 from .dfa import ByteDFA
 from .nfa import automaton_runs
@@ -90,7 +91,9 @@ class RuleNetwork:
         return sum(t.shape[0] for t in self.transitions)
 
 
-def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) -> ByteDFA | RuleNetwork:
+def compile_grammar_automaton(
+    grammar: Grammar, limits: Limits | None = None, *, blank_runs: int | None = None
+) -> ByteDFA | RuleNetwork:
     """Compile a grammar to a byte DFA (when it is regular) or a rule network.
 
     Parameters
@@ -99,6 +102,10 @@ def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) ->
         The grammar IR.
     limits
         ``max_grammar_rules`` and the automaton limits apply.
+    blank_runs
+        When set, every state that loops on the four JSON blanks is a layout
+        place whose runs are limited to this many blanks (see
+        :func:`~tokensieve.automata.blank_runs.bound_blank_runs`).
 
     Returns
     -------
@@ -111,8 +118,20 @@ def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) ->
         be rewritten (for instance through a nullable prefix).
     LimitExceeded
         When a limit is exceeded.
+    RunsNotCountable
+        With ``blank_runs``, when a run of blanks could start before a place.
     """
     limits = limits or Limits()
+
+    def automaton(node: Node) -> ByteDFA:
+        dfa = ir_to_dfa(node, limits)
+        if blank_runs is None:
+            return dfa
+        bounded = bound_blank_runs(dfa, blank_runs, limits)
+        if bounded is None:
+            raise RunsNotCountable("a run of blanks starts before a layout place")
+        return bounded
+
     grammar = grammar.reachable()
     if len(grammar.rules) > limits.max_grammar_rules:
         raise LimitExceeded(
@@ -123,7 +142,7 @@ def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) ->
     recursive = _recursive_rules(rules)
     inlined = _Inliner(rules, recursive)
     if not recursive:
-        return ir_to_dfa(inlined.expand(grammar.root), limits)
+        return automaton(inlined.expand(grammar.root))
     names = sorted(recursive | {grammar.root}, key=lambda n: (n != grammar.root, n))
     if len(names) > _MAX_RECURSIVE_RULES:
         raise LimitExceeded("max_grammar_rules", _MAX_RECURSIVE_RULES, "too many recursive rules")
@@ -138,7 +157,7 @@ def compile_grammar_automaton(grammar: Grammar, limits: Limits | None = None) ->
     _check_left_recursion(bodies)
     transitions, accepting, starts, calls = [], [], [], []
     for n in names:
-        dfa = ir_to_dfa(_markers(bodies[n], index), limits)
+        dfa = automaton(_markers(bodies[n], index))
         trans = np.array(dfa.transitions, dtype=np.int32)
         edges: list[list[tuple[int, int]]] = [[] for _ in range(trans.shape[0])]
         for lead in range(_MARKER_LEAD, 0x100):

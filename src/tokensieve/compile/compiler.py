@@ -9,6 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..automata.blank_runs import RunsNotCountable
 from ..automata.pushdown import RuleNetwork, compile_grammar_automaton
 from ..errors import GrammarError
 from ..grammar.cfg import Grammar
@@ -273,17 +274,35 @@ class GrammarCompiler:
             from ..errors import LimitExceeded
 
             raise LimitExceeded(
-                "max_pattern_length", self.limits.max_pattern_length * 8, f"a schema of {len(key_text)} characters"
+                "max_pattern_length",
+                self.limits.max_pattern_length * 8,
+                f"a schema of {len(key_text)} characters",
             )
         found: dict[str, tuple[str, ...]] = {}
+
+        # the whitespace bound is counted into the automaton (see bound_blank_runs), or as a safeguard
+        # written into the grammar when a run could start before a layout place
+        runs = {"blank_runs": "automaton"}
+
+        def lower(**extra: Any) -> Grammar:
+            grammar, unenforced = schema_to_grammar(schema, limits=self.limits, **runs, **extra, **options)  # type: ignore[arg-type]
+            found["unenforced"] = unenforced
+            return grammar
+
+        def automaton(grammar: Grammar) -> Any:
+            if runs["blank_runs"] == "automaton":
+                return compile_grammar_automaton(grammar, self.limits, blank_runs=max_whitespace)
+            return compile_grammar_automaton(grammar, self.limits)
 
         def build() -> Any:
             from ..errors import LimitExceeded, SchemaError
 
             try:
-                grammar, unenforced = schema_to_grammar(schema, limits=self.limits, **options)  # type: ignore[arg-type]
-                found["unenforced"] = unenforced
-                return compile_grammar_automaton(grammar, self.limits)
+                try:
+                    return automaton(lower())
+                except RunsNotCountable:
+                    runs["blank_runs"] = "grammar"
+                    return automaton(lower())
             except GrammarError as exc:
                 raise SchemaError(f"the schema cannot be compiled: {exc.message}", "") from None
             except LimitExceeded as exc:
@@ -293,19 +312,13 @@ class GrammarCompiler:
             # lenient: leave out the long length and item bounds that make the automaton too large
             tried = found.get("unenforced")
             for bound in (256, 32):
-                grammar, unenforced = schema_to_grammar(
-                    schema,
-                    limits=self.limits,
-                    relax_bounds=bound,
-                    **options,  # type: ignore[arg-type]
-                )
-                found["unenforced"] = unenforced
-                if unenforced == tried:
+                grammar = lower(relax_bounds=bound)
+                if found["unenforced"] == tried:
                     # every bound left out is reported: none was, so this is the grammar that failed
                     continue
-                tried = unenforced
+                tried = found["unenforced"]
                 try:
-                    return compile_grammar_automaton(grammar, self.limits)
+                    return automaton(grammar)
                 except LimitExceeded as exc:
                     failure = exc
             raise failure
@@ -389,7 +402,9 @@ class GrammarCompiler:
                 compiled.prepare()
                 compiled.token_mask(compiled.start_state)
                 if self._precompute_ahead:
-                    compiled.precompute(budget_s=self.auto_precompute_budget_s, budget_work=self.auto_precompute_work)
+                    compiled.precompute(
+                        budget_s=self.auto_precompute_budget_s, budget_work=self.auto_precompute_work
+                    )
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
             key[0],

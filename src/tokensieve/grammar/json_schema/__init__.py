@@ -28,16 +28,16 @@ from ._lower import Lowerer
 __all__ = ["schema_to_grammar", "builtin_json_grammar", "load_schema", "canonical_key"]
 
 
-def _layout(whitespace: str, indent: int | None, max_whitespace: int) -> Layout:
+def _layout(whitespace: str, indent: int | None, max_whitespace: int, later: bool) -> Layout:
     if whitespace not in ("flexible", "compact"):
         raise ValueError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
     if indent is not None:
         if isinstance(indent, bool) or not isinstance(indent, int) or indent < 0:
             raise ValueError(f"indent must be a non-negative integer or None, not {indent!r}")
-        return Layout("indent", indent, max_whitespace)
+        return Layout("indent", indent, max_whitespace, later)
     if isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int) or max_whitespace < 0:
         raise ValueError(f"max_whitespace must be a non-negative integer, not {max_whitespace!r}")
-    return Layout(whitespace, 0, max_whitespace)
+    return Layout(whitespace, 0, max_whitespace, later)
 
 
 def schema_to_grammar(
@@ -50,6 +50,7 @@ def schema_to_grammar(
     strict: bool = True,
     limits: Limits | None = None,
     relax_bounds: int | None = None,
+    blank_runs: Literal["grammar", "automaton"] = "grammar",
 ) -> tuple[Grammar, tuple[str, ...]]:
     """Lower a JSON Schema to a grammar.
 
@@ -82,6 +83,12 @@ def schema_to_grammar(
         value are left out and reported (for schemas whose exact automaton
         exceeds ``limits``; :meth:`~tokensieve.GrammarCompiler.compile_json_schema`
         retries with it when ``strict=False``).
+    blank_runs
+        Where the ``max_whitespace`` bound of the flexible layout is written:
+        ``"grammar"``, as ``[ \t\n\r]{0,max_whitespace}``; ``"automaton"``, as
+        ``[ \t\n\r]*`` for the automaton stage to count (``blank_runs=`` of
+        :func:`~tokensieve.automata.pushdown.compile_grammar_automaton`: the
+        same language, built several times faster).
 
     Returns
     -------
@@ -97,7 +104,9 @@ def schema_to_grammar(
         When a limit is exceeded.
     """
     limits = limits or Limits()
-    layout = _layout(whitespace, indent, max_whitespace)
+    if blank_runs not in ("grammar", "automaton"):
+        raise ValueError(f"blank_runs must be 'grammar' or 'automaton', not {blank_runs!r}")
+    layout = _layout(whitespace, indent, max_whitespace, blank_runs == "automaton")
     if property_order not in ("schema", "any"):
         raise ValueError(f"property_order must be 'schema' or 'any', not {property_order!r}")
     root = load_schema(schema)

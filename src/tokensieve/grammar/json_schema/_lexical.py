@@ -281,11 +281,14 @@ class Layout:
     mode: str  # "flexible" | "compact" | "indent"
     indent: int = 0
     max_whitespace: int = 32
+    #: runs written unbounded, ``[ \t\n\r]*``, for the automaton stage to count
+    #: (:func:`~tokensieve.automata.blank_runs.bound_blank_runs`)
+    runs_counted_later: bool = False
 
     @property
     def ws(self) -> Node:
-        if self.mode == "flexible":
-            return _ws_run(self.max_whitespace) if self.max_whitespace > 0 else EMPTY
+        if self.mode == "flexible" and self.max_whitespace > 0:
+            return star(WS_CHAR) if self.runs_counted_later else _ws_run(self.max_whitespace)
         return EMPTY
 
     def _nl(self, depth: int) -> Node:

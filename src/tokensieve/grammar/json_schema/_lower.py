@@ -142,7 +142,11 @@ class Lowerer:
     ) -> None:
         self.reg = Registry(root)
         self.layout = layout
-        self.flex = Layout("flexible", 0, layout.max_whitespace) if layout.mode == "indent" else layout
+        self.flex = (
+            Layout("flexible", 0, layout.max_whitespace, layout.runs_counted_later)
+            if layout.mode == "indent"
+            else layout
+        )
         self.property_order = property_order
         self.relax_bounds = relax_bounds
         self.strict = strict
