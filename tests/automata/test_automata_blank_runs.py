@@ -193,3 +193,21 @@ def test_the_compiler_writes_the_bound_into_the_grammar_when_runs_cannot_be_coun
     for text, ok in [("[1,   2]", True), ("[1,    2]", False), ("[\n\t 1]", True), ("[1 \n\t\r]", False)]:
         matcher = GrammarMatcher(compiled)
         assert (matcher.accept_string(text) and matcher.is_completed()) == ok, text
+
+
+def test_recursive_grammars_get_the_rules_the_grammar_bound_gives() -> None:
+    import numpy as np
+
+    from tokensieve.automata.pushdown import RuleNetwork
+
+    tree = {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}}
+    in_grammar, _ = schema_to_grammar(tree, blank_runs="grammar", max_whitespace=5)
+    counted, _ = schema_to_grammar(tree, blank_runs="automaton", max_whitespace=5)
+    expected = compile_grammar_automaton(in_grammar)
+    got = compile_grammar_automaton(counted, blank_runs=5)
+    assert isinstance(expected, RuleNetwork) and isinstance(got, RuleNetwork)
+    assert got.names == expected.names and got.starts == expected.starts and got.calls == expected.calls
+    for a, b in zip(got.transitions, expected.transitions, strict=True):
+        assert np.array_equal(a, b)
+    for a, b in zip(got.accepting, expected.accepting, strict=True):
+        assert np.array_equal(a, b)

@@ -41,14 +41,16 @@ from ..grammar.ir import (
     Repeat,
     RuleRef,
     alt,
+    byte_class,
     concat,
     is_nothing,
     literal,
     repeat,
 )
 from ..limits import Limits
-from .blank_runs import RunsNotCountable, bound_blank_runs
+from .blank_runs import BLANKS, RunsNotCountable, bound_blank_runs
 from .build import ir_to_dfa
+from .counted import cached_counted_repeat
 from .dfa import ByteDFA
 from .nfa import automaton_runs
 
@@ -140,6 +142,12 @@ def compile_grammar_automaton(
     rules = _drop_unproductive(dict(grammar.rules), grammar.root)
     rules = _rewrite_left_recursion(rules)
     recursive = _recursive_rules(rules)
+    if recursive and blank_runs is not None:
+        # unrolling each rule's automaton made the compile-time walks of the pushdown slower (on
+        # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): recursive
+        # grammars bound the runs in the IR, as the grammar would write them
+        rules = {n: _bounded_blank_loops(b, blank_runs, limits) for n, b in rules.items()}
+        blank_runs = None
     inlined = _Inliner(rules, recursive)
     if not recursive:
         return automaton(inlined.expand(grammar.root))
@@ -207,17 +215,23 @@ def _drop_unproductive(rules: dict[str, Node], root: str) -> dict[str, Node]:
 
 
 def _substitute(node: Node, fn: Callable[[RuleRef], Node]) -> Node:
-    """``node`` with every rule reference ``r`` replaced by ``fn(r)``.
+    """``node`` with every rule reference ``r`` replaced by ``fn(r)`` (see :func:`_rewrite`)."""
+    return _rewrite(node, lambda n: fn(n) if isinstance(n, RuleRef) else None)
 
-    A subtree without references is returned as it is, and a subtree shared by
-    several parents is rebuilt once (the IR is a DAG), so the cost is the
-    number of distinct nodes on the paths to the references.
+
+def _rewrite(node: Node, replace: Callable[[Node], Node | None]) -> Node:
+    """``node`` with every subtree ``n`` for which ``replace(n)`` is a node replaced by it.
+
+    A subtree where nothing is replaced is returned as it is, and a subtree
+    shared by several parents is rebuilt once (the IR is a DAG), so the cost is
+    the number of distinct nodes.
     """
     done: dict[int, Node] = {}
 
     def sub(n: Node) -> Node:
-        if isinstance(n, RuleRef):
-            return fn(n)
+        got = replace(n)
+        if got is not None:
+            return got
         if not isinstance(n, (Concat, Alt, Repeat)):
             return n
         hit = done.get(id(n))
@@ -236,6 +250,19 @@ def _substitute(node: Node, fn: Callable[[RuleRef], Node]) -> Node:
         return out
 
     return sub(node)
+
+
+def _bounded_blank_loops(node: Node, most: int, limits: Limits) -> Node:
+    """``node`` with every unbounded run of the four JSON blanks limited to ``most`` blanks."""
+    blank = byte_class([(b, b) for b in BLANKS.tolist()])
+    run = cached_counted_repeat(blank, 0, most, limits) or repeat(blank, 0, most)
+
+    def replace(n: Node) -> Node | None:
+        if isinstance(n, Repeat) and n.min == 0 and n.max is None and n.item == blank:
+            return run
+        return None
+
+    return _rewrite(node, replace)
 
 
 def _nullable(node: Node, null: set[str]) -> bool:
