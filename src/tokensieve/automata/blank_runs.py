@@ -28,13 +28,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LimitExceeded
+from ..grammar.ir import Node, byte_class, repeat
 from ..limits import Limits
+from .counted import cached_counted_repeat
 from .dfa import ByteDFA
 
-__all__ = ["BLANKS", "RunsNotCountable", "bound_blank_runs"]
+__all__ = ["BLANK", "BLANKS", "RunsNotCountable", "blank_run", "bound_blank_runs"]
 
 #: the JSON blanks: tab, line feed, carriage return, space
 BLANKS = np.array([0x09, 0x0A, 0x0D, 0x20], dtype=np.intp)
+#: one JSON blank, as an IR node
+BLANK = byte_class([(b, b) for b in BLANKS.tolist()])
+
+
+def blank_run(most: int, limits: Limits | None = None) -> Node:
+    """A run of at most ``most`` blanks written into the IR: one automaton of ``most + 1`` states."""
+    return cached_counted_repeat(BLANK, 0, most, limits or Limits()) or repeat(BLANK, 0, most)
 
 
 class RunsNotCountable(Exception):
@@ -80,7 +89,8 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     if not places.size:
         return dfa
     target = np.maximum(on_blanks, 0)
-    into_place = (on_blanks >= 0) & loops.take(target) & ~loops[:, None]  # a run's first blank
+    to_place = (on_blanks >= 0) & loops.take(target)  # a blank into a place (its own loop included)
+    into_place = to_place & ~loops[:, None]  # a run's first blank
     reached_on_blank = np.zeros(num_states, dtype=bool)
     reached_on_blank[on_blanks[(on_blanks >= 0) & (on_blanks != ids[:, None])]] = True
     if reached_on_blank[into_place.any(axis=1)].any():
@@ -99,12 +109,10 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     out = np.empty((total, 256), dtype=np.int32)
     out[:num_states] = table
     if most == 0:
-        out[:num_states, BLANKS] = np.where(loops.take(target) & (on_blanks >= 0), -1, on_blanks)
+        out[:num_states, BLANKS] = np.where(to_place, -1, on_blanks)
         return ByteDFA(out, np.asarray(dfa.accepting, dtype=bool), dfa.start)
-    # every blank into a place (its own loop included) reads the run's next blank
-    out[:num_states, BLANKS] = np.where(
-        loops.take(target) & (on_blanks >= 0), first_copy.take(target), on_blanks
-    )
+    # every blank into a place reads the run's next blank
+    out[:num_states, BLANKS] = np.where(to_place, first_copy.take(target), on_blanks)
     copies = out[num_states:].reshape(places.size, most, 256)
     copies[:] = out[places][:, None, :]  # a copy leaves its place as the place does
     after = num_states + np.arange(places.size * most, dtype=np.int64).reshape(places.size, most) + 1

@@ -41,16 +41,14 @@ from ..grammar.ir import (
     Repeat,
     RuleRef,
     alt,
-    byte_class,
     concat,
     is_nothing,
     literal,
     repeat,
 )
 from ..limits import Limits
-from .blank_runs import BLANKS, RunsNotCountable, bound_blank_runs
+from .blank_runs import BLANK, RunsNotCountable, blank_run, bound_blank_runs
 from .build import ir_to_dfa
-from .counted import cached_counted_repeat
 from .dfa import ByteDFA
 from .nfa import automaton_runs
 
@@ -124,16 +122,6 @@ def compile_grammar_automaton(
         With ``blank_runs``, when a run of blanks could start before a place.
     """
     limits = limits or Limits()
-
-    def automaton(node: Node) -> ByteDFA:
-        dfa = ir_to_dfa(node, limits)
-        if blank_runs is None:
-            return dfa
-        bounded = bound_blank_runs(dfa, blank_runs, limits)
-        if bounded is None:
-            raise RunsNotCountable("a run of blanks starts before a layout place")
-        return bounded
-
     grammar = grammar.reachable()
     if len(grammar.rules) > limits.max_grammar_rules:
         raise LimitExceeded(
@@ -147,10 +135,15 @@ def compile_grammar_automaton(
         # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): recursive
         # grammars bound the runs in the IR, as the grammar would write them
         rules = {n: _bounded_blank_loops(b, blank_runs, limits) for n, b in rules.items()}
-        blank_runs = None
     inlined = _Inliner(rules, recursive)
     if not recursive:
-        return automaton(inlined.expand(grammar.root))
+        dfa = ir_to_dfa(inlined.expand(grammar.root), limits)
+        if blank_runs is None:
+            return dfa
+        bounded = bound_blank_runs(dfa, blank_runs, limits)
+        if bounded is None:
+            raise RunsNotCountable("a run of blanks starts before a layout place")
+        return bounded
     names = sorted(recursive | {grammar.root}, key=lambda n: (n != grammar.root, n))
     if len(names) > _MAX_RECURSIVE_RULES:
         raise LimitExceeded("max_grammar_rules", _MAX_RECURSIVE_RULES, "too many recursive rules")
@@ -165,7 +158,7 @@ def compile_grammar_automaton(
     _check_left_recursion(bodies)
     transitions, accepting, starts, calls = [], [], [], []
     for n in names:
-        dfa = automaton(_markers(bodies[n], index))
+        dfa = ir_to_dfa(_markers(bodies[n], index), limits)
         trans = np.array(dfa.transitions, dtype=np.int32)
         edges: list[list[tuple[int, int]]] = [[] for _ in range(trans.shape[0])]
         for lead in range(_MARKER_LEAD, 0x100):
@@ -254,11 +247,10 @@ def _rewrite(node: Node, replace: Callable[[Node], Node | None]) -> Node:
 
 def _bounded_blank_loops(node: Node, most: int, limits: Limits) -> Node:
     """``node`` with every unbounded run of the four JSON blanks limited to ``most`` blanks."""
-    blank = byte_class([(b, b) for b in BLANKS.tolist()])
-    run = cached_counted_repeat(blank, 0, most, limits) or repeat(blank, 0, most)
+    run = blank_run(most, limits)
 
     def replace(n: Node) -> Node | None:
-        if isinstance(n, Repeat) and n.min == 0 and n.max is None and n.item == blank:
+        if isinstance(n, Repeat) and n.min == 0 and n.max is None and n.item == BLANK:
             return run
         return None
 

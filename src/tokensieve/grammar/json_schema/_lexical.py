@@ -18,6 +18,7 @@ from typing import Any
 
 from ..._memo import BoundedMemo
 from ...automata import ops as _ops
+from ...automata.blank_runs import BLANK, blank_run
 from ...automata.build import ir_to_dfa
 from ...automata.counted import cached_counted_repeat
 from ...automata.splice import SPLICE_MIN_STATES
@@ -43,7 +44,7 @@ from ..ir import alt as _alt
 
 alt = _alt
 
-WS_CHAR = byte_class([(0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)])
+WS_CHAR = BLANK
 _HEX = byte_class([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)])
 _DIGIT = byte_class([(0x30, 0x39)])
 _DIGIT19 = byte_class([(0x31, 0x39)])
@@ -267,7 +268,7 @@ def number_literal(value: int | float) -> Node:
 # ------------------------------------------------------------------- layout
 @functools.lru_cache(maxsize=16)
 def _ws_run(most: int) -> Node:
-    return cached_counted_repeat(WS_CHAR, 0, most, Limits()) or repeat(WS_CHAR, 0, most)
+    return blank_run(most)
 
 
 @dataclass(frozen=True)
