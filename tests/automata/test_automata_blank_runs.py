@@ -211,3 +211,66 @@ def test_recursive_grammars_get_the_rules_the_grammar_bound_gives() -> None:
         assert np.array_equal(a, b)
     for a, b in zip(got.accepting, expected.accepting, strict=True):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+@pytest.mark.parametrize("most", [1, 3, 32])
+def test_the_chains_say_where_each_copy_is_and_what_it_allows(schema, most: int) -> None:
+    """What the copies' masks rely on, read off the table: a copy leaves on every byte but a
+    blank as its place does and accepts as it does; a blank leads along the chain to its end."""
+    import numpy as np
+
+    counted, _ = schema_to_grammar(schema, blank_runs="automaton", max_whitespace=most)
+    looping = compile_grammar_automaton(counted)
+    dfa = bound_blank_runs(looping, most)
+    assert dfa is not None
+    chains = dfa.blank_chains
+    assert chains is not None and chains.most == most
+    assert chains.first == looping.num_states and chains.end == dfa.num_states
+    table, accepting = dfa.transitions, dfa.accepting
+    blanks = [0x09, 0x0A, 0x0D, 0x20]
+    others = [b for b in range(256) if b not in blanks]
+    # the places are the looping automaton's states that loop on the blanks
+    loops = [s for s in range(looping.num_states) if all(looping.transitions[s, b] == s for b in blanks)]
+    assert chains.places.tolist() == loops
+    assert not chains.places.flags.writeable
+    # only blanks lead to copies, and a place's blanks lead to its first copy
+    assert (table[:, others] < chains.first).all()
+    for state in range(chains.first):
+        assert chains.copy_of(state) == (-1, 0)
+    for state in range(chains.first, chains.end):
+        place, left = chains.copy_of(state)
+        assert place in loops and 0 <= left < most
+        assert np.array_equal(table[state, others], table[place, others])
+        assert accepting[state] == accepting[place]
+        after = table[state, blanks]
+        if left == 0:
+            assert (after == -1).all()
+        else:
+            assert (after == state + 1).all() and chains.copy_of(state + 1) == (place, left - 1)
+    for place in loops:
+        first_copy = int(table[place, 0x20])
+        assert chains.copy_of(first_copy) == (place, most - 1)
+    states = np.arange(dfa.num_states)
+    folded = chains.places_of(states)
+    assert np.array_equal(folded[: chains.first], states[: chains.first])
+    assert [chains.copy_of(s)[0] for s in range(chains.first, chains.end)] == folded[chains.first :].tolist()
+    assert np.array_equal(chains.folded(), folded[chains.first :])
+
+
+def test_the_chains_travel_with_the_automaton() -> None:
+    import pickle
+
+    loose = ir_to_dfa(ir.concat(ir.literal("["), ir.star(WS), ir.literal("]")))
+    dfa = bound_blank_runs(loose, 4)
+    assert dfa is not None and dfa.blank_chains is not None
+    again = pickle.loads(pickle.dumps(dfa))
+    assert again.same_as(dfa)
+    assert again.blank_chains is not None
+    assert (again.blank_chains.first, again.blank_chains.most) == (dfa.blank_chains.first, 4)
+    assert again.blank_chains.places.tolist() == dfa.blank_chains.places.tolist()
+    assert bound_blank_runs(loose, 0).blank_chains is None  # no copies: nothing to say
+    from tokensieve.automata import ByteDFA
+
+    with pytest.raises(ValueError, match="blank chains"):
+        ByteDFA(loose.transitions, loose.accepting, loose.start, blank_chains=dfa.blank_chains)

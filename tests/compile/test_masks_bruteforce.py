@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 from tokensieve import GrammarCompiler
+from tokensieve.automata.blank_runs import bound_blank_runs
 from tokensieve.compile import token_masks
+from tokensieve.compile.compiled_grammar import CompiledGrammar
 from tokensieve.vocab import TokenizerInfo
 
 EOS, SPECIAL = 0, 1
@@ -97,6 +99,7 @@ def _vocab(seed: int) -> list[bytes]:
             seen.add(word)
             vocab.append(word)
     vocab += [b" " * 17, b" " * 33, b"\n" + b" " * 24, b"\n\t" * 9, "é".encode() * 9, b"a" * 16 + "€".encode(), b'", "b": "' + b"x" * 12]
+    vocab += [b" " * 4, b"\n" * 8, b"\t" * 5 + b"b", b" \n \n \n\"", b"\r\n" * 4 + b"}"]  # short runs of blanks
     return vocab
 
 
@@ -125,14 +128,19 @@ def _brute_force(compiled, info: TokenizerInfo) -> np.ndarray:
     return out
 
 
-def _check_all_states(compiled, info: TokenizerInfo, seed: int) -> None:
-    expected = _brute_force(compiled, info)
+def _check_all_states(compiled, info: TokenizerInfo, seed: int, expected: np.ndarray | None = None) -> None:
+    if expected is None:
+        expected = _brute_force(compiled, info)
     order = list(range(compiled.num_states))
     random.Random(seed).shuffle(order)  # representatives are not always met first
     for s in order:
-        got = np.unpackbits(compiled.token_mask(s).view(np.uint8), bitorder="little")[: info.vocab_size]
-        bad = np.flatnonzero(got.astype(bool) != expected[s])
-        assert not bad.size, (s, [info.decoded_vocab[t] for t in bad[:5] if t < len(info.decoded_vocab)])
+        _check_mask(compiled.token_mask(s), s, expected, info)
+
+
+def _check_mask(mask: np.ndarray, s: int, expected: np.ndarray, info: TokenizerInfo) -> None:
+    got = np.unpackbits(mask.view(np.uint8), bitorder="little")[: info.vocab_size]
+    bad = np.flatnonzero(got.astype(bool) != expected[s])
+    assert not bad.size, (s, [info.decoded_vocab[t] for t in bad[:5] if t < len(info.decoded_vocab)])
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -150,6 +158,61 @@ def test_schema_masks_match_brute_force(index: int) -> None:
     compiled = compiler.compile_json_schema(SCHEMAS[index], strict=False)
     assert compiled.num_states > 256  # the shared masks are exercised
     _check_all_states(compiled, info, index)
+
+
+@pytest.mark.parametrize("precompute", [False, True])
+@pytest.mark.parametrize("max_whitespace", [3, 16, 17, 30])
+def test_masks_of_the_states_counting_blanks_match_brute_force(max_whitespace: int, precompute: bool) -> None:
+    """The copies of each layout place take its mask less the tokens with too many leading blanks.
+
+    Below, at and above the sharing depth (the classes of the other states are
+    then computed with the places looping on the blanks), with the masks
+    computed on first use and ahead; through :meth:`fill_row` too, first on a
+    fresh grammar (a copy met before its place), then again once they are
+    known.
+    """
+    info = _info(20)
+    compiler = GrammarCompiler(info, precompute=precompute, cache_enabled=False)
+    compiled = compiler.compile_json_schema(SCHEMAS[0], strict=False, max_whitespace=max_whitespace)
+    chains = compiled.dfa.blank_chains
+    assert chains is not None and chains.most == max_whitespace and chains.end == compiled.num_states
+    expected = _brute_force(compiled, info)
+    # the vocabulary has tokens that overrun every copy's remaining run (and some that do not)
+    leads = [len(d) - len(d.lstrip(b" \t\n\r")) for d in info.decoded_vocab]
+    assert max(leads) > max_whitespace and 1 in leads
+    fresh = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema(
+        SCHEMAS[0], strict=False, max_whitespace=max_whitespace
+    )
+    assert fresh is not compiled
+    copies = list(range(chains.first, chains.end))
+    others = list(range(chains.first))
+    random.Random(max_whitespace).shuffle(copies)
+    row = np.empty(fresh.num_words, dtype=np.int32)
+    for _ in range(2):
+        for s in copies + others:
+            row.fill(-1)
+            fresh.fill_row(s, row)
+            _check_mask(row, s, expected, info)
+    _check_all_states(compiled, info, max_whitespace, expected)
+
+
+@pytest.mark.parametrize("most", [3, 20])
+def test_copies_next_to_a_counted_run_match_brute_force(most: int) -> None:
+    """A place next to a counted run of blanks that is no place (it does not loop).
+
+    Up to the sharing depth the state after ``c`` is equivalent to the place
+    after ``a`` while the places loop; once they are unrolled into fewer copies
+    than that depth it is not, so their classes must come from the unrolled
+    automaton.
+    """
+    info = _info(21)
+    regex = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(
+        r"(a[ \t\n\r]*b|c[ \t\n\r]{0,20}b)x{0,300}"
+    )
+    bounded = bound_blank_runs(regex.dfa, most)
+    assert bounded is not None and bounded.blank_chains is not None and bounded.num_states > 256
+    compiled = CompiledGrammar(info, bounded, kind="regex", source="counted and uncounted runs")
+    _check_all_states(compiled, info, most)
 
 
 def test_precomputed_masks_match_brute_force() -> None:

@@ -251,6 +251,60 @@ def test_counted_runs_agree_with_plain_refinement(seed: int, depth: int) -> None
     np.testing.assert_array_equal(mask_representatives(table, acc, depth), _reference(table, acc, depth))
 
 
+def _with_copies(rng: np.random.Generator, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``table`` with about a third of its transitions led to extra states past its rows that stand
+    for their targets (the states of a larger table that ``fold`` reads back), and that ``fold``."""
+    n = table.shape[0]
+    redirect = (table >= 0) & (rng.random(table.shape) < 0.3)
+    fold = table[redirect].astype(np.int64)
+    bigger = np.concatenate([table, np.full((fold.size, 256), 7, dtype=np.int32)])  # rows never read
+    bigger[:n][redirect] = n + rng.permutation(fold.size)
+    fold_of = np.empty(fold.size, dtype=np.int64)
+    fold_of[bigger[:n][redirect] - n] = fold
+    return bigger, fold_of
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shape", ["random", "chains"])
+def test_folded_targets_read_as_the_states_they_stand_for(seed: int, shape: str) -> None:
+    """The leading rows of a table whose other states fold back onto them: the classes of the folded table."""
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        table, acc = _random_dfa(rng, int(rng.integers(20, 300)))
+    else:  # enough states for the rounds on candidates only
+        table, acc = _chains(rng, 40, 60)
+    bigger, fold = _with_copies(rng, table)
+    n = table.shape[0]
+    for depth in (3, 16):
+        got = mask_representatives(bigger[:n], acc, depth, fold=fold)
+        np.testing.assert_array_equal(got, _reference(table, acc, depth))
+
+
+def test_schema_classes_from_the_unrolled_automaton_read_as_the_looping_one() -> None:
+    """The places' copies fold back onto the places: the classes of the automaton before unrolling."""
+    from tokensieve.automata.blank_runs import bound_blank_runs
+    from tokensieve.automata.pushdown import compile_grammar_automaton
+    from tokensieve.grammar.json_schema import schema_to_grammar
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "maxLength": 30}, "b": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
+    grammar, _ = schema_to_grammar(schema, blank_runs="automaton")
+    looping = compile_grammar_automaton(grammar)
+    bounded = bound_blank_runs(looping, 32)
+    assert bounded is not None and bounded.blank_chains is not None
+    first = bounded.blank_chains.first
+    assert first == looping.num_states and bounded.num_states > first
+    got = mask_representatives(
+        bounded.transitions[:first], bounded.accepting[:first], 16, fold=bounded.blank_chains.folded()
+    )
+    np.testing.assert_array_equal(got, mask_representatives(looping.transitions, looping.accepting, 16))
+    np.testing.assert_array_equal(got, _reference(looping.transitions, looping.accepting, 16))
+
+
 @pytest.mark.parametrize("n", [600, 70_000])
 def test_many_classes_agree_with_plain_refinement(n: int) -> None:
     """More classes than fit a byte (and than 16 bits): the labels are stored wider."""

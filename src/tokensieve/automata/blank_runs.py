@@ -25,6 +25,8 @@ per place would allow ``2N``; the unrolled automaton allows ``N``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import LimitExceeded
@@ -33,7 +35,7 @@ from ..limits import Limits
 from .counted import cached_counted_repeat
 from .dfa import ByteDFA
 
-__all__ = ["BLANK", "BLANKS", "RunsNotCountable", "blank_run", "bound_blank_runs"]
+__all__ = ["BLANK", "BLANKS", "BlankChains", "RunsNotCountable", "blank_run", "bound_blank_runs"]
 
 #: the JSON blanks: tab, line feed, carriage return, space
 BLANKS = np.array([0x09, 0x0A, 0x0D, 0x20], dtype=np.intp)
@@ -44,6 +46,55 @@ BLANK = byte_class([(b, b) for b in BLANKS.tolist()])
 def blank_run(most: int, limits: Limits | None = None) -> Node:
     """A run of at most ``most`` blanks written into the IR: one automaton of ``most + 1`` states."""
     return cached_counted_repeat(BLANK, 0, most, limits or Limits()) or repeat(BLANK, 0, most)
+
+
+@dataclass(frozen=True, eq=False)
+class BlankChains:
+    """Where :func:`bound_blank_runs` put the copies of the layout places.
+
+    Copy ``c`` (``1 .. most``) of place ``k`` is state ``first + k * most + c - 1``:
+    the place after ``c`` blanks of its run. It accepts as its place does and
+    leaves it on every other byte as its place does; a blank leads to copy
+    ``c + 1``, and none to anything after the last. Only blanks lead to copies.
+    So a token allowed in copy ``c`` is one allowed in the place whose leading
+    run of blanks is at most ``most - c`` long.
+
+    Attributes
+    ----------
+    first
+        The first copy's state (every state below it is the input automaton's).
+    most
+        Copies per place: the longest run of blanks.
+    places
+        ``int64 (P,)``, read-only: the place of each chain.
+    """
+
+    first: int
+    most: int
+    places: np.ndarray
+
+    @property
+    def end(self) -> int:
+        """One past the last copy's state."""
+        return self.first + int(self.places.size) * self.most
+
+    def copy_of(self, state: int) -> tuple[int, int]:
+        """The place of ``state`` and the blanks it still allows, if it is a copy; else ``(-1, 0)``."""
+        if state < self.first or state >= self.end:
+            return -1, 0
+        k, c = divmod(state - self.first, self.most)
+        return int(self.places[k]), self.most - c - 1
+
+    def places_of(self, states: np.ndarray) -> np.ndarray:
+        """``states`` (``int64``) with every copy replaced by its place."""
+        out = np.array(states, dtype=np.int64)
+        copy = (out >= self.first) & (out < self.end)
+        out[copy] = self.places.take((out[copy] - self.first) // self.most)
+        return out
+
+    def folded(self) -> np.ndarray:
+        """``int64 (end - first,)``: the place of every copy, in state order."""
+        return np.repeat(self.places, self.most)
 
 
 class RunsNotCountable(Exception):
@@ -67,7 +118,8 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     ByteDFA or None
         States ``0 .. S - 1`` are ``dfa``'s (a loop state stands for its place
         before any blank), followed by ``most`` copies of each loop state, one
-        per blank read; ``dfa`` itself when it has no loop on the blanks.
+        per blank read, described by its ``blank_chains`` (:class:`BlankChains`);
+        ``dfa`` itself when it has no loop on the blanks.
         ``None`` when a blank leads into a loop from a state that was itself
         reached on a blank (the run would start before the place).
 
@@ -119,4 +171,6 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     after[:, -1] = -1  # the last copy reads no more blanks
     copies[:, :, BLANKS] = after[:, :, None]
     accepting = np.asarray(dfa.accepting, dtype=bool)
-    return ByteDFA(out, np.concatenate([accepting, np.repeat(accepting[places], most)]), dfa.start)
+    places.setflags(write=False)
+    chains = BlankChains(num_states, most, places)
+    return ByteDFA(out, np.concatenate([accepting, np.repeat(accepting[places], most)]), dfa.start, blank_chains=chains)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .blank_runs import BlankChains
 
 __all__ = ["ByteDFA"]
 
@@ -38,6 +41,12 @@ class ByteDFA:
         Optional: the transitions as ``(source, byte, target)`` arrays sorted by
         ``(source, byte)``, when the builder has them at hand (it saves a scan
         of the table); see :meth:`edge_list`.
+    blank_chains
+        Optional, with a table: where the states that count a run of blanks
+        are (see :func:`~tokensieve.automata.blank_runs.bound_blank_runs`,
+        which makes them). The masks of those states are derived from their
+        place's (:mod:`tokensieve.compile.blank_copies`), so only the maker of
+        the table may give it.
 
     Notes
     -----
@@ -48,12 +57,13 @@ class ByteDFA:
     token-mask walk never need it.
     """
 
-    __slots__ = ("_transitions", "accepting", "start", "edges", "_num_states")
+    __slots__ = ("_transitions", "accepting", "start", "edges", "_num_states", "blank_chains")
     _transitions: np.ndarray | None
     accepting: np.ndarray
     start: int
     edges: Edges | None
     _num_states: int
+    blank_chains: BlankChains | None
 
     def __init__(
         self,
@@ -61,6 +71,7 @@ class ByteDFA:
         accepting: np.ndarray,
         start: int,
         edges: Edges | None = None,
+        blank_chains: BlankChains | None = None,
     ) -> None:
         trans = np.ascontiguousarray(transitions, dtype=np.int32)
         if trans.ndim != 2 or trans.shape[1] != 256:
@@ -68,7 +79,10 @@ class ByteDFA:
         if trans.flags.writeable and trans is transitions:
             trans = trans.copy()
         trans.setflags(write=False)
+        if blank_chains is not None and blank_chains.end > trans.shape[0]:
+            raise ValueError(f"blank chains up to state {blank_chains.end - 1} in an automaton of {trans.shape[0]}")
         self._init(trans.shape[0], trans, accepting, start, edges)
+        object.__setattr__(self, "blank_chains", blank_chains)
 
     @classmethod
     def from_edges(cls, num_states: int, edges: Edges, accepting: np.ndarray, start: int) -> ByteDFA:
@@ -78,6 +92,7 @@ class ByteDFA:
         """
         self = cls.__new__(cls)
         self._init(int(num_states), None, accepting, start, edges)
+        object.__setattr__(self, "blank_chains", None)
         return self
 
     def _init(
@@ -118,7 +133,7 @@ class ByteDFA:
     def __reduce__(self) -> tuple[Any, ...]:
         if self._transitions is None:
             return (_from_edges, (self._num_states, self.edges, self.accepting, self.start))
-        return (ByteDFA, (self._transitions, self.accepting, self.start, self.edges))
+        return (ByteDFA, (self._transitions, self.accepting, self.start, self.edges, self.blank_chains))
 
     @property
     def transitions(self) -> np.ndarray:

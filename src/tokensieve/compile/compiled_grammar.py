@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..bitmask import copy_friendly
+from ..bitmask import copy_friendly, friendly_zeros
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
@@ -18,6 +18,7 @@ from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
+    from ..automata.blank_runs import BlankChains
     from ..vocab import TokenizerInfo
 
 __all__ = ["CompiledGrammar"]
@@ -103,6 +104,8 @@ class CompiledGrammar:
         self._transitions = dfa.transitions if dfa.has_table else None
         self._accepting = np.asarray(dfa.accepting, dtype=bool)
         num_states = dfa.num_states
+        # the states counting a run of blanks: their masks come from their place's (see blank_copies)
+        self._chains: BlankChains | None = dfa.blank_chains if self._transitions is not None else None
         self._view: AutomatonView | None = None
         # packed masks, least recently stored first
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -196,6 +199,16 @@ class CompiledGrammar:
         mask = self._masks.get(state)
         if mask is not None:
             return mask
+        place, left = self._copy_of(state)
+        if place >= 0:
+            base = self.token_mask(place)
+            keep = self._leading_blanks(left)
+            if keep is None:
+                return base  # no token has a longer run of blanks: the place's mask itself
+            mask = np.bitwise_and(base, keep, out=friendly_zeros(base.shape[0]))
+            mask.setflags(write=False)
+            self._store(state, mask, friendly=True)
+            return mask
         rep = self._shared_with(state)
         if rep is not None:
             assert self._transitions is not None
@@ -264,6 +277,19 @@ class CompiledGrammar:
         """
         mask = self._masks.get(state)
         if mask is None:
+            place, left = self._copy_of(state)
+            if place >= 0:  # the place's mask less the tokens with too long a run of blanks
+                keep = self._leading_blanks(left)
+                base = self._masks.get(place)
+                if base is None:
+                    self.fill_row(place, row)
+                    if keep is not None:
+                        np.bitwise_and(row, keep, out=row)
+                elif keep is None:
+                    row[...] = base
+                else:  # one pass, about the cost of a copy
+                    np.bitwise_and(base, keep, out=row)
+                return
             sparse = self._sparse.get(state)
             if sparse is not None:
                 row.fill(0)
@@ -288,6 +314,27 @@ class CompiledGrammar:
                 self._list_bytes += sparse[0].nbytes + sparse[1].nbytes
         self._pack_ahead(state)
         return True
+
+    def _copy_of(self, state: int) -> tuple[int, int]:
+        """The place of ``state`` and the blanks it still allows if it counts a run of blanks, else ``(-1, 0)``."""
+        chains = self._chains
+        if chains is None or state < chains.first:
+            return -1, 0
+        return chains.copy_of(state)
+
+    def _leading_blanks(self, run: int) -> np.ndarray | None:
+        """The packed mask of the tokens with at most ``run`` leading blanks (``None``: every token)."""
+        leading = self._builder.leading_blanks
+        assert leading is not None  # set by mask_builder_for
+        return leading.at_most(run)
+
+    def _walked_for(self, states: np.ndarray) -> np.ndarray:
+        """The state whose walk gives the mask of each of ``states`` (``int64``): a copy's place, a class's
+        representative."""
+        if self._chains is not None:
+            states = self._chains.places_of(states)
+        reps = self._reps
+        return states if reps is None else reps.take(states)
 
     def _shared_with(self, state: int) -> int | None:
         """The other state whose short-token mask ``state`` shares, or ``None`` (its own mask)."""
@@ -368,8 +415,20 @@ class CompiledGrammar:
     def _representatives(self) -> np.ndarray | None:
         """For every state, the state whose short-token mask it shares (computed on the first miss)."""
         if not self._reps_done:
-            assert self._transitions is not None
-            reps = mask_representatives(self._transitions, self._accepting, SHARE_DEPTH)
+            table, chains = self._transitions, self._chains
+            assert table is not None
+            if chains is not None and chains.most >= SHARE_DEPTH and chains.end == self.num_states:
+                # no run from a state before the copies reaches its bound within SHARE_DEPTH bytes:
+                # up to that depth those states behave as in the automaton whose places loop on the
+                # blanks, which has no copies to refine
+                first, folded = chains.first, chains.folded()
+                head = mask_representatives(table[:first], self._accepting[:first], SHARE_DEPTH, fold=folded)
+                reps = np.concatenate([head, head.take(folded)])
+            else:
+                reps = mask_representatives(table, self._accepting, SHARE_DEPTH)
+                if chains is not None:
+                    reps[chains.first : chains.end] = reps.take(chains.folded())
+            # a copy's entry is its place's representative, whose walk serves it (see _walked_for)
             start = self.start_state
             reps[reps == reps[start]] = start  # the start state's mask is computed first
             self._reps = reps if sorted_unique(reps).size < reps.size else None
@@ -435,9 +494,9 @@ class CompiledGrammar:
             todo = np.arange(self.num_states, dtype=np.int64)
         else:
             todo = sorted_unique(np.fromiter((int(s) for s in states), dtype=np.int64))
-        reps = self._representatives()
-        if reps is not None:
-            todo = sorted_unique(reps.take(todo))  # the other states derive their masks on first use
+        self._representatives()
+        if self._reps is not None or self._chains is not None:
+            todo = sorted_unique(self._walked_for(todo))  # the other states derive their masks on first use
         todo = todo[~self._known[todo]]
         if not todo.size:
             return True
@@ -490,6 +549,8 @@ class CompiledGrammar:
         """
         view = self.automaton
         permissive, known = view.permissive, self._known
+        chains = self._chains
+        copies = range(chains.first, chains.end) if chains is not None else range(0)
         out = [state]
         seen = {state}
         loose = int(permissive[state])
@@ -507,7 +568,7 @@ class CompiledGrammar:
             nxt.sort()
             frontier = nxt
             for r in nxt:
-                if known[r]:
+                if known[r] or r in copies:  # a copy's mask comes from its place's
                     continue
                 if permissive[r]:
                     if loose >= _PREFETCH_PERMISSIVE:
@@ -519,10 +580,9 @@ class CompiledGrammar:
             visits += len(nxt)
             if len(out) >= _PREFETCH_STATES or visits >= _PREFETCH_VISITS:
                 break
-        reps = self._reps
-        if reps is not None and len(out) > 1:
+        if self._reps is not None and len(out) > 1:
             # walk one state per class (``state`` is its class's representative), in order met
-            firsts = dict.fromkeys(reps.take(out).tolist())
+            firsts = dict.fromkeys(self._walked_for(np.array(out, dtype=np.int64)).tolist())
             out = [r for r in firsts if r == state or not known[r]]
         return np.array(out, dtype=np.int64)
 

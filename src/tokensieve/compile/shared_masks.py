@@ -43,7 +43,9 @@ __all__ = ["LongTokens", "SHARE_DEPTH", "mask_representatives"]
 SHARE_DEPTH = 16
 
 
-def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: int) -> np.ndarray:
+def mask_representatives(
+    transitions: np.ndarray, accepting: np.ndarray, depth: int, *, fold: np.ndarray | None = None
+) -> np.ndarray:
     """For every state, the smallest state whose token mask is certainly the same.
 
     Parameters
@@ -55,6 +57,11 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
     depth
         States equivalent for every string of at most this many bytes (and in
         acceptance) agree on every token of at most this many bytes.
+    fold
+        Optional ``int64``: a target ``t >= S`` stands for state
+        ``fold[t - S]`` (the copies of :class:`~tokensieve.automata.blank_runs.BlankChains`
+        read as their places: ``transitions`` is then the leading rows of a
+        larger table, which is not copied).
 
     Returns
     -------
@@ -65,7 +72,7 @@ def mask_representatives(transitions: np.ndarray, accepting: np.ndarray, depth: 
     cls = np.zeros(num_states, dtype=np.int64)
     if depth > 0 and num_states:
         incremental = depth > 2 and num_states > _SMALL
-        tables = _Tables(transitions, with_predecessors=incremental)
+        tables = _Tables(transitions, with_predecessors=incremental, fold=fold)
         cls = (_refine(tables, depth) if incremental else _refine_fully(tables, depth)).astype(np.int64)
     key = cls * 2 + np.asarray(accepting, dtype=bool)
     first = np.full(int(key.max(initial=0)) + 1, num_states, dtype=np.int64)
@@ -210,7 +217,8 @@ class _Tables:
     ``np.unique(axis=1)`` is used.
     """
 
-    def __init__(self, transitions: np.ndarray, with_predecessors: bool) -> None:
+    def __init__(self, transitions: np.ndarray, with_predecessors: bool, fold: np.ndarray | None = None) -> None:
+        self._fold = fold
         t = np.ascontiguousarray(transitions, dtype=np.int32)
         rows, width = t.shape
         h = np.einsum("i,ij->j", _column_weights(rows), t)  # no BLAS threads: cheap on a busy machine
@@ -262,6 +270,10 @@ class _Tables:
             sub = chunk.take(keep, axis=1)
             if far.size and (chunk.take(far, axis=1) != sub.take(far_kept, axis=1)).any():
                 return False
+            if self._fold is not None:
+                past = sub >= rows
+                if past.any():
+                    sub[past] = self._fold.take(sub[past] - rows)
             np.add(sub, 1, out=targets[i : i + block, : keep.size], casting="unsafe")
             packed = np.packbits(sub < 0, axis=1)
             missing[i : i + block, : packed.shape[1]] = packed

@@ -66,6 +66,7 @@ from .utf8_closure import HIGH_BYTES, utf8_closed_states, utf8_subtree_ok
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
+    from .blank_copies import LeadingBlanks
     from .shared_masks import LongTokens
 
 __all__ = [
@@ -620,6 +621,8 @@ class TokenMaskBuilder:
         self._work = threading.local()  # see work_done
         #: the tokens longer than the sharing depth (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
         self.long_tokens: LongTokens | None = None
+        #: the tokens by their leading run of blanks (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
+        self.leading_blanks: LeadingBlanks | None = None
 
     def work_done(self) -> int:
         """The work of this thread's walks so far, in (trie node, automaton state) pairs.

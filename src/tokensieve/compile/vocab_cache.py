@@ -7,6 +7,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..vocab.trie import TokenTrie
+from .blank_copies import LeadingBlanks
 from .shared_masks import SHARE_DEPTH, LongTokens
 from .token_masks import TokenMaskBuilder
 
@@ -27,7 +28,8 @@ def mask_builder_for(info: TokenizerInfo) -> TokenMaskBuilder:
     it is keyed by the vocabulary's hash, so equal vocabularies share it. The
     other per-vocabulary tables the walks use (which subtrees are well-formed
     UTF-8, the chain each subtree needs, the tokens longer than the sharing
-    depth) are built here too, so that no grammar's first masks pay for them.
+    depth, the tokens by their leading run of blanks) are built here too, so
+    that no grammar's first masks pay for them.
     """
     key = (info.hash, info.vocab_size)
     with _lock:
@@ -38,6 +40,9 @@ def mask_builder_for(info: TokenizerInfo) -> TokenMaskBuilder:
     trie = TokenTrie(info.decoded_vocab, exclude=list(info.special_token_ids) + list(info.stop_token_ids))
     builder = TokenMaskBuilder(trie, info.vocab_size, info.stop_token_ids)
     builder.long_tokens = LongTokens(info.decoded_vocab, info.special_token_ids, builder.num_words, SHARE_DEPTH)
+    builder.leading_blanks = LeadingBlanks(
+        info.decoded_vocab, [*info.special_token_ids, *info.stop_token_ids], builder.num_words
+    )
     with _lock:
         _cache[key] = builder
         while len(_cache) > _MAX_VOCABS:

@@ -1,0 +1,103 @@
+"""Masks of the states that count a run of blanks, derived from their place's mask.
+
+:func:`~tokensieve.automata.blank_runs.bound_blank_runs` unrolls every layout
+place of a JSON schema's automaton into a chain of copies: copy ``c`` is the
+place after ``c`` blanks, it leaves on every other byte as the place does,
+and a blank leads on to copy ``c + 1`` (to nothing after the last,
+``most``). A token read from copy ``c`` first spends its leading blanks along
+the chain and then leaves it as it would leave the place after as many blanks.
+So the tokens allowed in copy ``c`` are exactly the place's tokens whose
+leading run of blanks is at most ``most - c`` long, and the copy's mask is the
+place's mask ANDed with one row per vocabulary and run length
+(:class:`LeadingBlanks`): no walk of the token trie, no class of its own, a
+few microseconds (the cost of copying the mask).
+
+A token that is all blanks has its whole length as its leading run. Special
+and stop tokens are never cleared by the row (a walk never allows them, and a
+stop token's bit follows acceptance, which a copy shares with its place, even
+where the token's text is a blank).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from .token_masks import or_distinct_bits
+
+__all__ = ["LeadingBlanks"]
+
+_BLANKS = b" \t\n\r"
+#: rows built with the table: those of the shortest run lengths (the ones that clear most tokens)
+_EAGER_ROWS = 4
+
+
+class LeadingBlanks:
+    """The tokens of a vocabulary by the length of their leading run of JSON blanks.
+
+    Parameters
+    ----------
+    decoded_vocab
+        The bytes of every token.
+    special_token_ids
+        Tokens that count as having no leading blanks (the special and stop tokens).
+    num_words
+        Width of a packed mask in ``int32`` words.
+    """
+
+    def __init__(
+        self, decoded_vocab: Sequence[bytes], special_token_ids: Iterable[int], num_words: int
+    ) -> None:
+        lead = np.fromiter(
+            (len(data) - len(data.lstrip(_BLANKS)) for data in decoded_vocab),
+            dtype=np.int64,
+            count=len(decoded_vocab),
+        )
+        special = np.fromiter((int(t) for t in special_token_ids), dtype=np.int64)
+        lead[special[(special >= 0) & (special < lead.size)]] = 0
+        #: the longest leading run of blanks of any token (0 for none)
+        self.longest = int(lead.max(initial=0))
+        order = np.argsort(-lead, kind="stable")
+        order = order[lead.take(order) > 0]
+        # tokens with a leading blank, longest run first: those with a run longer than n are a prefix
+        self._ids = order
+        self._descending = lead.take(order)
+        # the distinct run lengths (0 included): the tokens over ``run`` are those over the
+        # longest of them that is at most ``run``, so one row per distinct length will do
+        self._lengths = np.unique(np.concatenate([[0], self._descending]))
+        self._num_words = num_words
+        self._rows: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()
+        for run in self._lengths[:_EAGER_ROWS].tolist():  # the runs of most tokens: the costly rows
+            self.at_most(run)
+
+    def at_most(self, run: int) -> np.ndarray | None:
+        """Packed ``int32`` mask of the tokens whose leading run of blanks is at most ``run`` long.
+
+        ``None`` when that is every token (``run >= longest``). Memoised per
+        distinct run length, read-only; the words past the vocabulary's end
+        are set.
+        """
+        if run >= self.longest:
+            return None
+        at = int(np.searchsorted(self._lengths, run, side="right")) - 1  # the longest length <= run
+        row = self._rows.get(at)
+        if row is None:
+            # the prefix of tokens (sorted by decreasing run) whose run is longer than ``run``
+            count = int(np.searchsorted(-self._descending, -run, side="left"))
+            ids = self._ids[:count]
+            over = np.zeros(self._num_words, dtype=np.int32)
+            bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
+            or_distinct_bits(over, ids >> 5, bits)
+            row = np.invert(over)
+            row.setflags(write=False)
+            with self._lock:
+                row = self._rows.setdefault(at, row)
+        return row
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the memoised rows and the sorted tokens."""
+        return int(self._ids.nbytes + self._descending.nbytes + sum(r.nbytes for r in self._rows.values()))
