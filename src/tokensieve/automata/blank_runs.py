@@ -162,6 +162,7 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     out[:num_states] = table
     if most == 0:
         out[:num_states, BLANKS] = np.where(to_place, -1, on_blanks)
+        out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
         return ByteDFA(out, np.asarray(dfa.accepting, dtype=bool), dfa.start)
     # every blank into a place reads the run's next blank
     out[:num_states, BLANKS] = np.where(to_place, first_copy.take(target), on_blanks)
@@ -172,5 +173,6 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     copies[:, :, BLANKS] = after[:, :, None]
     accepting = np.asarray(dfa.accepting, dtype=bool)
     places.setflags(write=False)
+    out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
     chains = BlankChains(num_states, most, places)
     return ByteDFA(out, np.concatenate([accepting, np.repeat(accepting[places], most)]), dfa.start, blank_chains=chains)

@@ -502,7 +502,7 @@ def _finish(
         m = minimize_edges(edges)
         q = np.full((m.num_states, table.shape[1]), -1, dtype=np.int32)
         q[m.src, m.cls] = m.dst
-        return ByteDFA(np.ascontiguousarray(q[:, class_of_byte]), m.accepting, 0)
+        return ByteDFA(_handed_over(q[:, class_of_byte]), m.accepting, 0)
     if not reachable:
         keep = _reachable(table, start)
         if not keep.all():
@@ -549,7 +549,7 @@ def _finish(
     new_id[perm] = np.arange(len(perm))
     out = q_table[perm]
     out = np.where(out >= 0, new_id[np.maximum(out, 0)], -1).astype(np.int32)
-    return ByteDFA(np.ascontiguousarray(out[:, class_of_byte]), q_acc[perm], 0)
+    return ByteDFA(_handed_over(out[:, class_of_byte]), q_acc[perm], 0)
 
 
 # rounds of whole-table numpy steps tried before falling back to per-state work
@@ -557,6 +557,13 @@ _SHALLOW_ROUNDS = 24
 
 
 _ALL_BYTES: ByteDFA | None = None
+
+
+def _handed_over(table: np.ndarray) -> np.ndarray:
+    """A freshly built table, contiguous and read-only, so that :class:`ByteDFA` keeps it without a copy."""
+    out = np.ascontiguousarray(table)
+    out.setflags(write=False)
+    return out
 
 
 def _all_bytes() -> ByteDFA:
