@@ -53,7 +53,10 @@ def test_rows_of_a_small_vocabulary() -> None:
     ]
     special = {11, 12}  # a special token made of blanks is never cleared
     num_words = (len(vocab) + 40 + 31) // 32
-    _check_rows(LeadingBlanks(vocab, special, num_words), vocab, special, len(vocab) + 40)
+    leading = LeadingBlanks(vocab, special, num_words)
+    before = leading.nbytes
+    _check_rows(leading, vocab, special, len(vocab) + 40)
+    assert leading.nbytes > before  # the rows built on demand are counted
 
 
 def test_no_token_starts_with_a_blank() -> None:

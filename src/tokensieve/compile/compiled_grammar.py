@@ -463,8 +463,9 @@ class CompiledGrammar:
         """Compute the masks of ``states`` (all states by default), many per walk.
 
         Only one state per class of states sharing a mask is walked
-        (:mod:`~tokensieve.compile.shared_masks`); the others derive theirs
-        from it on first use. When the packed masks of a batch of states fit in
+        (:mod:`~tokensieve.compile.shared_masks`), and no copy of a layout
+        place (:mod:`~tokensieve.compile.blank_copies`); the others derive
+        theirs on first use. When the packed masks of a batch of states fit in
         a few megabytes they are all packed now; otherwise masks with few
         tokens are kept as token lists and packed on first use (a few
         microseconds).

@@ -660,7 +660,8 @@ class TokenMaskBuilder:
         )
         with self._jump_lock:
             cached = sum(r.nbytes for r in self._regions.values()) + sum(j.nbytes for j in self._jumps.values())
-        return int(own + cached + self.trie.nbytes)
+        leading = 0 if self.leading_blanks is None else self.leading_blanks.nbytes
+        return int(own + cached + leading + self.trie.nbytes)
 
     # ------------------------------------------------------------ automata
     def view(self, transitions: np.ndarray, accepting: np.ndarray) -> AutomatonView:
