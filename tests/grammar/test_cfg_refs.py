@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 from tokensieve.automata.pushdown import _substitute
 from tokensieve.grammar import ir
-from tokensieve.grammar.cfg import Grammar, referenced_rules, rule_refs
+from tokensieve.grammar.cfg import Grammar, referenced_rules
 from tokensieve.grammar.ir import Alt, Concat, Node, Repeat, RuleRef
+
+
+def rule_refs(node: Node) -> Iterator[str]:
+    """The oracle: the names of the rules ``node`` references, in order, with repeats, by a
+    plain walk over every path (a shared subtree is read once per parent)."""
+    stack: list[Node] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            yield n.name
+        elif isinstance(n, (Concat, Alt)):
+            stack.extend(reversed(n.items))
+        elif isinstance(n, Repeat):
+            stack.append(n.item)
 
 
 def _random_tree(rng: random.Random, depth: int, pool: list[Node]) -> Node:

@@ -9,45 +9,21 @@ grammar that is regular costs exactly what a regex costs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError
 from .ir import Alt, Concat, Node, Repeat, RuleRef
 
-__all__ = ["Grammar", "referenced_rules", "rule_refs"]
-
-
-def rule_refs(node: Node) -> Iterator[str]:
-    """Yield the names of the rules that ``node`` references, in order, with repeats.
-
-    Parameters
-    ----------
-    node
-        A regex IR node.
-
-    Yields
-    ------
-    str
-        Each referenced rule name.
-    """
-    stack: list[Node] = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, RuleRef):
-            yield n.name
-        elif isinstance(n, (Concat, Alt)):
-            stack.extend(reversed(n.items))
-        elif isinstance(n, Repeat):
-            stack.append(n.item)
+__all__ = ["Grammar", "referenced_rules"]
 
 
 def referenced_rules(node: Node) -> list[str]:
     """The distinct names of the rules that ``node`` references, in order of first reference.
 
-    Unlike :func:`rule_refs`, a subtree shared by several parents (the IR is
-    a DAG: string characters, whitespace and formats are built once and
-    reused) is read once, so the cost is the number of distinct nodes.
+    A subtree shared by several parents (the IR is a DAG: string characters,
+    whitespace and formats are built once and reused) is read once, so the
+    cost is the number of distinct nodes, not of paths.
 
     Parameters
     ----------
