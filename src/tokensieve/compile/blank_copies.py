@@ -25,11 +25,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from ..automata.blank_runs import BLANKS
 from .token_masks import or_distinct_bits
 
 __all__ = ["LeadingBlanks"]
 
-_BLANKS = b" \t\n\r"
+_BLANKS = bytes(BLANKS.tolist())
 #: rows built with the table: those of the shortest run lengths (the ones that clear most tokens)
 _EAGER_ROWS = 4
 

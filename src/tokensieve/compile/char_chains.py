@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..automata.blank_runs import BLANKS
 from ..vocab.trie import TokenTrie
 from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_node_steps, utf8_subtree_ok
 
 __all__ = [
-    "BLANK_BYTES",
     "CLASS_MIN_BYTES",
     "MAX_CHAIN",
     "NEVER",
@@ -55,9 +55,6 @@ PLAIN_BYTES = np.array([b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)], 
 _PLAIN_RANGE = (int(PLAIN_BYTES[0]), int(PLAIN_BYTES[-1]))
 _NOT_PLAIN_IN_RANGE = tuple(b for b in range(_PLAIN_RANGE[0], _PLAIN_RANGE[1] + 1) if b not in PLAIN_BYTES)
 
-#: The JSON blanks: space, tab, line feed, carriage return.
-BLANK_BYTES = np.array([0x20, 0x09, 0x0A, 0x0D], dtype=np.int64)
-
 
 def _byte_set(values: np.ndarray) -> np.ndarray:
     out = np.zeros(4, dtype=np.uint64)
@@ -70,7 +67,8 @@ def _byte_set(values: np.ndarray) -> np.ndarray:
 PLAIN_SET = _byte_set(PLAIN_BYTES)
 _NOT_PLAIN = ~PLAIN_SET
 _NOT_PLAIN_OR_HIGH = ~(PLAIN_SET | HIGH_BYTES)
-_NOT_BLANK = ~_byte_set(BLANK_BYTES)
+_NOT_BLANK = ~_byte_set(BLANKS)
+_BLANK_SET = frozenset(BLANKS.tolist())
 
 #: A need larger than any chain: the subtree is never closed by a chain.
 NEVER = np.int16(MAX_CHAIN + 1)
@@ -89,7 +87,7 @@ def token_needs(data: bytes) -> tuple[int, int, int]:
     """
     n, never = len(data), NOT_OF_KIND
     plain = _PLAIN_LOOKUP
-    blank = all(b in (0x20, 0x09, 0x0A, 0x0D) for b in data)
+    blank = all(b in _BLANK_SET for b in data)
     if all(plain[b] for b in data):
         return n, n, n if blank else never
     u = 0
@@ -308,9 +306,10 @@ def _uniform_step(table: np.ndarray, lo: int, hi: int, skip: tuple[int, ...] = (
 
 def _blank_step(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every state: whether the four JSON blanks lead to one state, and that state."""
-    first = table[:, 0x20].astype(np.int64)
+    head, *rest = BLANKS.tolist()
+    first = table[:, head].astype(np.int64)
     ok = first >= 0
-    for b in (0x09, 0x0A, 0x0D):
+    for b in rest:
         ok &= table[:, b] == first
     return ok, first
 
