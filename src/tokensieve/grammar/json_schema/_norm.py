@@ -14,6 +14,7 @@ from ..ir import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, l
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
+from ._other_keys import other_keys_content
 from ._unique import unique_array_automaton
 
 if TYPE_CHECKING:
@@ -914,6 +915,10 @@ class _Norm:
             return base if pn is None else pn
         if not lx.has_ops():
             return None
+        if pn is None:
+            direct = other_keys_content(taken, low.limits)
+            if direct is not None:
+                return direct
         lang = lx.difference(
             base if pn is None else pn, alt(*(lx.string_literal_content(n) for n in taken)), low.limits
         )
