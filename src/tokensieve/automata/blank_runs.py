@@ -35,7 +35,7 @@ from ..limits import Limits
 from .counted import cached_counted_repeat
 from .dfa import ByteDFA
 
-__all__ = ["BLANK", "BLANKS", "BlankChains", "RunsNotCountable", "blank_run", "bound_blank_runs"]
+__all__ = ["BLANK", "BLANKS", "BlankChains", "CopyRows", "RunsNotCountable", "blank_run", "bound_blank_runs"]
 
 #: the JSON blanks: tab, line feed, carriage return, space
 BLANKS = np.array([0x09, 0x0A, 0x0D, 0x20], dtype=np.intp)
@@ -95,6 +95,67 @@ class BlankChains:
     def folded(self) -> np.ndarray:
         """``int64 (end - first,)``: the place of every copy, in state order."""
         return np.repeat(self.places, self.most)
+
+    def copy_rows(self, table: np.ndarray) -> CopyRows | None:
+        """Which rows of ``table`` (this automaton's) repeat their place's row, as :class:`CopyRows`.
+
+        ``None`` when states follow the copies (the table is not the one
+        :func:`bound_blank_runs` made).
+        """
+        num_states = table.shape[0]
+        if self.end != num_states or not self.places.size:
+            return None
+        places = self.places
+        most = self.most
+        # a place that some byte takes back to itself: its copies (which no byte does) differ more
+        looping = (table[places] == places[:, None]).any(axis=1)
+        derived = np.ones((places.size, most), dtype=bool)
+        derived[:, -1] = False  # the last copy refuses the blanks its place reads
+        derived[looping] = False
+        flat = derived.reshape(-1)
+        copies = self.first + np.flatnonzero(flat)
+        scanned = np.concatenate([np.arange(self.first, dtype=np.int64), self.first + np.flatnonzero(~flat)])
+        owner = (copies - self.first) // most
+        return CopyRows(scanned, copies, places.take(owner), self.first + owner * most)
+
+
+@dataclass(frozen=True, eq=False)
+class CopyRows:
+    """The copies whose row is their place's but for the blanks, and the rows to read instead.
+
+    A copy other than the last, of a place that no byte takes back to itself,
+    reads every byte as its place does except the blanks, which lead to the
+    next copy where the place's lead to its first copy. No other byte leads to
+    a copy, so the two rows have the same pattern of equal entries: a value
+    computed from a row by comparing its entries (which bytes share a target,
+    whether all of a range do) is the place's, and a target read off it is the
+    place's, the first copy becoming the copy's next.
+
+    Attributes
+    ----------
+    scanned
+        ``int64``, sorted: the rows whose values must be read off the table
+        (the states before the copies, the last copies, the copies of places
+        that loop).
+    copies
+        ``int64``, sorted: the other copies.
+    places, first_copies
+        ``int64``: the place of each of ``copies``, and that place's first copy.
+    """
+
+    scanned: np.ndarray
+    copies: np.ndarray
+    places: np.ndarray
+    first_copies: np.ndarray
+
+    def spread(self, values: np.ndarray) -> None:
+        """``values[copies] = values[places]``, in place (``values`` indexed by state)."""
+        values[self.copies] = values.take(self.places, axis=0)
+
+    def spread_targets(self, targets: np.ndarray) -> None:
+        """:meth:`spread` for targets: where the place has its first copy, the copy has its next."""
+        got = targets.take(self.places)
+        targets[self.copies] = np.where(got == self.first_copies, self.copies + 1, got)
 
 
 class RunsNotCountable(Exception):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..automata.blank_runs import BLANKS
+from ..automata.blank_runs import BLANKS, CopyRows
 from ..vocab.trie import TokenTrie
 from .utf8_closure import HIGH_BYTES, UTF8_TABLE, utf8_node_steps, utf8_subtree_ok
 
@@ -167,7 +167,9 @@ _CLASS_PROBES = (ord("e"), ord("0"))
 CLASS_MIN_BYTES = 4
 
 
-def class_chains(table: np.ndarray, loops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def class_chains(
+    table: np.ndarray, loops: np.ndarray, copies: CopyRows | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per state, a byte class and how many bytes of it in a row are viable from the state.
 
     Inside a counted run of a character class (``[a-z0-9]{3,32}``, an e-mail
@@ -186,6 +188,10 @@ def class_chains(table: np.ndarray, loops: np.ndarray) -> tuple[np.ndarray, np.n
         ``int32 (S, 256)`` transition table, -1 for no transition.
     loops
         ``uint64 (S, 4)``: the bytes each state loops on.
+    copies
+        Optional: the copies of layout places whose rows need not be read
+        (their classes are their places'; see
+        :class:`~tokensieve.automata.blank_runs.CopyRows`).
 
     Returns
     -------
@@ -201,17 +207,22 @@ def class_chains(table: np.ndarray, loops: np.ndarray) -> tuple[np.ndarray, np.n
     best = np.empty(s, dtype=np.int64)
     count = np.empty(s, dtype=np.int64)
     classes = np.empty((s, 4), dtype=np.uint64)
+    read = rows if copies is None else copies.scanned
     # a block of rows at a time: the byte set of the first probe's target, its size
-    for i in range(0, s, _ROWS):
-        block = table[i : i + _ROWS]
+    for i in range(0, read.size, _ROWS):
+        at = read[i : i + _ROWS]
+        block = table[i : i + _ROWS] if copies is None else _rows(table, at)
         target = block[:, _CLASS_PROBES[0]]
         same = block == target[:, None]
-        count[i : i + _ROWS] = np.where(target >= 0, np.count_nonzero(same, axis=1), 0)
-        classes[i : i + _ROWS] = np.packbits(same, axis=1, bitorder="little").view(np.uint64)
-        best[i : i + _ROWS] = target
+        count[at] = np.where(target >= 0, np.count_nonzero(same, axis=1), 0)
+        classes[at] = np.packbits(same, axis=1, bitorder="little").view(np.uint64)
+        best[at] = target
     # the second probe, where it leads elsewhere to more bytes
     other = table[:, _CLASS_PROBES[1]].astype(np.int64)
-    differ = np.flatnonzero((other >= 0) & (other != best) & (other != rows))
+    differ_at = (other >= 0) & (other != best) & (other != rows)
+    if copies is not None:
+        differ_at[copies.copies] = False  # not read: their values are not set yet
+    differ = np.flatnonzero(differ_at)
     if differ.size:
         same = table[differ] == other[differ][:, None]
         more = np.count_nonzero(same, axis=1) > count[differ]
@@ -219,6 +230,10 @@ def class_chains(table: np.ndarray, loops: np.ndarray) -> tuple[np.ndarray, np.n
         best[won] = other[won]
         count[won] = np.count_nonzero(same[more], axis=1)
         classes[won] = np.packbits(same[more], axis=1, bitorder="little").view(np.uint64)
+    if copies is not None:
+        copies.spread(count)
+        copies.spread(classes)
+        copies.spread_targets(best)
     ok = (count >= CLASS_MIN_BYTES) & (best >= 0) & (best != rows) & ~looping
     classes[~ok] = 0
     classes[looping] = loops[looping]
@@ -284,23 +299,34 @@ _LEADS = (
 )
 
 
-def _uniform_step(table: np.ndarray, lo: int, hi: int, skip: tuple[int, ...] = ()) -> tuple[np.ndarray, np.ndarray]:
+def _uniform_step(
+    table: np.ndarray, lo: int, hi: int, skip: tuple[int, ...] = (), copies: CopyRows | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """For every state: whether every byte ``lo..hi`` but ``skip`` leads to one state, and that state.
 
     A block of rows at a time, so that the temporaries stay small (fresh pages cost more than the
-    comparisons).
+    comparisons). With ``copies``, only their ``scanned`` rows are read; the copies take their places'.
     """
     s = table.shape[0]
     ok = np.empty(s, dtype=bool)
     nxt = np.empty(s, dtype=np.int64)
     cols = [b - lo for b in skip]
-    for i in range(0, s, _ROWS):
-        block = table[i : i + _ROWS, lo : hi + 1]
+    read = None if copies is None else copies.scanned
+    for i in range(0, s if read is None else read.size, _ROWS):
+        if read is None:
+            at: slice | np.ndarray = slice(i, i + _ROWS)
+            block = table[i : i + _ROWS, lo : hi + 1]
+        else:
+            at = read[i : i + _ROWS]
+            block = _rows(table, at)[:, lo : hi + 1]
         first = block[:, 0]
         same = block == first[:, None]
         same[:, cols] = True
-        np.logical_and(same.all(axis=1), first >= 0, out=ok[i : i + _ROWS])
-        nxt[i : i + _ROWS] = first
+        ok[at] = same.all(axis=1) & (first >= 0)
+        nxt[at] = first
+    if copies is not None:
+        copies.spread(ok)
+        copies.spread_targets(nxt)
     return ok, nxt
 
 
@@ -318,13 +344,23 @@ def _blank_step(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _ROWS = 4096
 
 
-def chain_lengths(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _rows(table: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``table[at]``: a view when ``at`` (sorted, distinct) is a run of consecutive rows."""
+    if at.size and int(at[-1]) - int(at[0]) == at.size - 1:
+        return table[int(at[0]) : int(at[-1]) + 1]
+    return table.take(at, axis=0)
+
+
+def chain_lengths(table: np.ndarray, copies: CopyRows | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per state, how many characters of each kind in a row are viable along its chain.
 
     Parameters
     ----------
     table
         ``int32 (S, 256)`` transition table, -1 for no transition.
+    copies
+        Optional: the copies of layout places whose rows need not be read
+        (see :class:`~tokensieve.automata.blank_runs.CopyRows`).
 
     Returns
     -------
@@ -336,7 +372,7 @@ def chain_lengths(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
         :data:`MAX_CHAIN`.
     """
     s = table.shape[0]
-    step, nxt = _uniform_step(table, *_PLAIN_RANGE, skip=_NOT_PLAIN_IN_RANGE)
+    step, nxt = _uniform_step(table, *_PLAIN_RANGE, skip=_NOT_PLAIN_IN_RANGE, copies=copies)
     blank_step, blank_nxt = _blank_step(table)
     char = step.copy()
     cand = np.flatnonzero(step)

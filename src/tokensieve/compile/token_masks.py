@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._arrays import concat_ranges as _ranges
+from ..automata.blank_runs import BLANKS, BlankChains, CopyRows
 from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
 from .char_chains import PLAIN_SET, chain_lengths, class_chains, node_chain_needs, node_suffix_needs
@@ -226,6 +227,43 @@ def or_distinct_bits(out: np.ndarray, words: np.ndarray, bits: np.ndarray) -> No
     out |= union.view(out.dtype)
 
 
+def _edges_with_copies(flat: np.ndarray, chains: BlankChains) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(source, byte, target)`` of the flattened table: the copies' edges made from their places'.
+
+    The states before the copies are read off the table. Copy ``c`` of a place
+    has its place's edges but for the blanks: where the place's lead to its
+    first copy, the copy's lead to copy ``c + 1``, and the last copy has none.
+    """
+    first, most, places = chains.first, chains.most, chains.places
+    at = np.flatnonzero(flat[: first * 256] >= 0)
+    deg = np.bincount(at >> 8, minlength=first)
+    start = np.zeros(first + 1, dtype=np.int64)
+    np.cumsum(deg, out=start[1:])
+    per_copy = np.repeat(deg.take(places), most)
+    pos = at.take(_ranges(np.repeat(start.take(places), most), per_copy))  # the places' edges, in the table
+    number = np.repeat(np.tile(np.arange(1, most + 1, dtype=np.int64), places.size), per_copy)
+    blank = _IS_BLANK.take(pos & 255)
+    keep = ~(blank & (number == most))
+    c_src = np.repeat(np.arange(first, chains.end, dtype=np.int64), per_copy)[keep]
+    pos, number, blank = pos[keep], number[keep], blank[keep]
+    n, total = at.size, at.size + pos.size
+    src = np.empty(total, dtype=np.int64)
+    byte = np.empty(total, dtype=np.uint8)
+    target = np.empty(total, dtype=flat.dtype)
+    flat.take(at, out=target[:n])
+    flat.take(pos, out=target[n:])
+    target[n:][blank] += number[blank].astype(flat.dtype)
+    np.copyto(byte[:n], at, casting="unsafe")  # the low byte of the flat index
+    np.copyto(byte[n:], pos, casting="unsafe")
+    np.right_shift(at, 8, out=src[:n])
+    src[n:] = c_src
+    return src, byte, target
+
+
+_IS_BLANK = np.zeros(256, dtype=bool)
+_IS_BLANK[BLANKS] = True
+
+
 class AutomatonView:
     """The arrays a trie walk needs from one automaton, built once per automaton.
 
@@ -240,6 +278,10 @@ class AutomatonView:
     edges
         Optional ``(source, byte, target)`` arrays sorted by ``(source, byte)``
         (see :meth:`ByteDFA.edge_list`); derived from the table when absent.
+    copies
+        Optional: where the table's copies of layout places are (see
+        :class:`~tokensieve.automata.blank_runs.BlankChains`). Their rows are
+        then not read: their edges and chains come from their places'.
 
     Attributes
     ----------
@@ -269,6 +311,7 @@ class AutomatonView:
         transitions: np.ndarray | None,
         accepting: np.ndarray,
         edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        copies: BlankChains | None = None,
     ) -> None:
         self.accepting = np.asarray(accepting, dtype=bool)
         s = self.accepting.shape[0]
@@ -279,15 +322,24 @@ class AutomatonView:
             if s >= 1 << 23:  # keep (state << 8) | byte inside int32 arithmetic
                 flat = flat.astype(np.int64)
             self.trans = flat
+        self._copy_rows: CopyRows | None = None
+        if copies is not None and edges is None and self.trans is not None:
+            self._copy_rows = copies.copy_rows(self.trans.reshape(s, 256))
         if edges is None:
             if self.trans is None:
                 raise ValueError("an automaton needs its transition table or its edges")
             # as narrow as they fit: millions of edges in a large schema automaton
             flat = self.trans
-            at = np.flatnonzero(flat >= 0)
-            self.out_next: np.ndarray = flat.take(at)  # the table's integers
-            self.out_byte: np.ndarray = at.astype(np.uint8)  # the low byte of the flat index
-            src = np.right_shift(at, 8, out=at)
+            self.out_next: np.ndarray
+            self.out_byte: np.ndarray
+            if self._copy_rows is not None:
+                assert copies is not None
+                src, self.out_byte, self.out_next = _edges_with_copies(flat, copies)
+            else:
+                at = np.flatnonzero(flat >= 0)
+                self.out_next = flat.take(at)  # the table's integers
+                self.out_byte = at.astype(np.uint8)  # the low byte of the flat index
+                src = np.right_shift(at, 8, out=at)
         else:
             src, self.out_byte, self.out_next = (np.asarray(a, dtype=np.int64) for a in edges)
         self.outdeg = np.bincount(src, minlength=s).astype(np.int64)
@@ -325,7 +377,7 @@ class AutomatonView:
         self.jump_class = np.zeros((0, 4), dtype=np.uint64)
         self.chain_next = np.zeros(0, dtype=np.int64)
         if self.trans is not None and s:
-            classes, length, self.chain_next = class_chains(self.trans.reshape(s, 256), raw_loops)
+            classes, length, self.chain_next = class_chains(self.trans.reshape(s, 256), raw_loops, self._copy_rows)
             chain = (length > 0) & ~self.has_loop
             if chain.any():
                 self.closes = self.has_loop | chain
@@ -350,7 +402,7 @@ class AutomatonView:
         Built on first use; ``None`` for an automaton without a table.
         """
         if self._chains is None and self.trans is not None:
-            self._chains = chain_lengths(self.trans.reshape(self.num_states, 256))
+            self._chains = chain_lengths(self.trans.reshape(self.num_states, 256), self._copy_rows)
             self.chain_reach = np.maximum(np.maximum(self._chains[0], self._chains[1]), self._chains[2])
         return self._chains
 
@@ -377,7 +429,7 @@ class AutomatonView:
     def of(cls, dfa: ByteDFA) -> AutomatonView:
         """The view of a :class:`ByteDFA` (without building its table if it has none)."""
         if dfa.has_table:  # the edges from the table, narrow (the DFA's own list is int64)
-            return cls(dfa.transitions, dfa.accepting)
+            return cls(dfa.transitions, dfa.accepting, copies=dfa.blank_chains)
         return cls(None, dfa.accepting, dfa.edge_list())
 
     @property
