@@ -207,11 +207,15 @@ def class_chains(
     best = np.empty(s, dtype=np.int64)
     count = np.empty(s, dtype=np.int64)
     classes = np.empty((s, 4), dtype=np.uint64)
-    read = rows if copies is None else copies.scanned
+    read = None if copies is None else copies.scanned
     # a block of rows at a time: the byte set of the first probe's target, its size
-    for i in range(0, read.size, _ROWS):
-        at = read[i : i + _ROWS]
-        block = table[i : i + _ROWS] if copies is None else _rows(table, at)
+    for i in range(0, s if read is None else read.size, _ROWS):
+        if read is None:
+            at: slice | np.ndarray = slice(i, i + _ROWS)
+            block = table[i : i + _ROWS]
+        else:
+            at = read[i : i + _ROWS]
+            block = _rows(table, at)
         target = block[:, _CLASS_PROBES[0]]
         same = block == target[:, None]
         count[at] = np.where(target >= 0, np.count_nonzero(same, axis=1), 0)
