@@ -145,10 +145,11 @@ def other_keys_content(keys: Sequence[str], limits: Limits) -> Automaton | None:
     LimitExceeded
         When the automaton would exceed a limit.
     """
-    if any(0xD800 <= ord(c) <= 0xDFFF for key in keys for c in key):
+    chars = {c for key in keys for c in key}
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in chars):
         return None
     spellings: dict[str, _Spelling] = {}
-    for char in {c for key in keys for c in key}:
+    for char in chars:
         spelling = _spelling(char)
         if spelling is None:
             return None
@@ -181,10 +182,13 @@ def other_keys_content(keys: Sequence[str], limits: Limits) -> Automaton | None:
         accepting.append(accepts)
         return number
 
+    roots = [-1] * len(children)  # the state of each trie node, once found
+
     def trie_state(node: int) -> int:
-        live = tuple((c, spellings[c][0]) for c in sorted(children[node]))
-        got = ids.get((node, live))
-        return got if got is not None else add(node, live, start_a, not key_ends[node])
+        if roots[node] < 0:
+            live = tuple((c, spellings[c][0]) for c in sorted(children[node]))
+            roots[node] = add(node, live, start_a, not key_ends[node])
+        return roots[node]
 
     trie_state(0)
     rows: list[int] = []  # the overridden transitions: source, byte, target
