@@ -8,7 +8,17 @@ import pytest
 from tokensieve import allocate_token_bitmask, apply_token_bitmask_inplace
 from tokensieve.bitmask import bitmask_to_bool, bool_to_bitmask
 
-BACKENDS = ["numpy", "torch"]
+#: numpy, torch on CPU tensors, torch on CUDA tensors (skipped without CUDA)
+BACKENDS = ["numpy", "torch-cpu", "torch-cuda"]
+TORCH_DEVICES = ["cpu", "cuda"]
+
+
+def _torch_device(name: str):
+    """torch and ``torch.device(name)``; skips without torch, or for "cuda" without a GPU."""
+    torch = pytest.importorskip("torch")
+    if name == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA is not available: torch.cuda.is_available() is False")
+    return torch, torch.device(name)
 
 
 def _reference_allowed(mask: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -30,7 +40,7 @@ def test_pack_unpack_match_reference_layout(vocab_size: int) -> None:
     assert np.array_equal(bitmask_to_bool(mask, vocab_size), allowed)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_allocate_allows_everything(backend: str) -> None:
     if backend == "torch":
         pytest.importorskip("torch")
@@ -55,15 +65,52 @@ def test_apply_sets_disallowed_to_minus_inf(backend: str, with_indices: bool) ->
         full = np.zeros(v + 3, dtype=bool)
         full[:v] = allowed[i]
         expected[r, ~full] = -np.inf
-    if backend == "torch":
-        torch = pytest.importorskip("torch")
-        t_logits = torch.from_numpy(logits.copy())
-        apply_token_bitmask_inplace(t_logits, torch.from_numpy(mask), indices=indices)
-        got = t_logits.numpy()
+    if backend.startswith("torch"):
+        torch, device = _torch_device(backend.split("-")[1])
+        t_logits = torch.from_numpy(logits.copy()).to(device)
+        apply_token_bitmask_inplace(t_logits, torch.from_numpy(mask).to(device), indices=indices)
+        got = t_logits.cpu().numpy()
     else:
         got = logits.copy()
         apply_token_bitmask_inplace(got, mask, indices=indices)
     assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("device", TORCH_DEVICES)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1, 131072), (3, 1000), (5, 70)])
+def test_torch_apply_equals_numpy(device: str, dtype: str, shape: tuple[int, int]) -> None:
+    """Large vocabularies, half dtypes, a bitmask narrower or wider than the logits, numpy or
+    tensor bitmasks, and tensor indices: the torch path equals the numpy path."""
+    torch, dev = _torch_device(device)
+    rows, v = shape
+    rng = np.random.default_rng(v + rows)
+    logits = rng.normal(size=(rows, v)).astype(np.float32)
+    allowed = rng.random((rows, v)) < 0.3
+    for words, vocab_size, indices in [
+        ((v + 31) // 32, None, None),
+        ((v + 31) // 32 - 1, None, None),  # columns past 32 * W are masked
+        ((v + 31) // 32 + 2, v - 7, list(range(rows))[::-1]),
+    ]:
+        if words <= 0:
+            continue
+        mask = np.full((rows, words), -1, dtype=np.int32)
+        packed = bool_to_bitmask(allowed)
+        n = min(words, packed.shape[1])
+        mask[:, :n] = packed[:, :n]
+        expected = torch.from_numpy(logits).to(getattr(torch, dtype)).float().numpy()
+        apply_token_bitmask_inplace(expected, mask, indices=indices, vocab_size=vocab_size)
+        for bitmask in (mask, torch.from_numpy(mask).to(dev)):  # a numpy bitmask is copied over
+            t = torch.from_numpy(logits).to(device=dev, dtype=getattr(torch, dtype))
+            idx = None if indices is None else torch.tensor(indices, device=dev)
+            apply_token_bitmask_inplace(t, bitmask, indices=idx, vocab_size=vocab_size)
+            assert t.dtype == getattr(torch, dtype) and t.device.type == dev.type
+            assert np.array_equal(t.float().cpu().numpy(), expected)
+        one = torch.from_numpy(logits[0].copy()).to(dev)  # 1-D logits and bitmask
+        apply_token_bitmask_inplace(one, torch.from_numpy(mask[0].copy()).to(dev), vocab_size=vocab_size)
+        row = logits[:1].copy()
+        apply_token_bitmask_inplace(row, mask[:1], vocab_size=vocab_size)
+        assert np.array_equal(one.cpu().numpy(), row[0])
 
 
 def test_apply_rejects_wrong_dtype_and_shape() -> None:
