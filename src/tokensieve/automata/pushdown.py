@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._memo import BoundedMemo
 from ..errors import GrammarError, LimitExceeded
 from ..grammar.cfg import Grammar, referenced_rules
 from ..grammar.ir import (
@@ -56,6 +57,8 @@ __all__ = ["RuleNetwork", "compile_grammar_automaton"]
 
 _MARKER_LEAD = 0xF8
 _MAX_RECURSIVE_RULES = (0x100 - _MARKER_LEAD) * 256
+
+_RuleAutomaton = tuple[np.ndarray, np.ndarray, int, tuple[tuple[tuple[int, int], ...], ...]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -158,24 +161,44 @@ def compile_grammar_automaton(
     _check_left_recursion(bodies)
     transitions, accepting, starts, calls = [], [], [], []
     for n in names:
-        dfa = ir_to_dfa(_markers(bodies[n], index), limits)
-        trans = np.array(dfa.transitions, dtype=np.int32)
-        edges: list[list[tuple[int, int]]] = [[] for _ in range(trans.shape[0])]
-        for lead in range(_MARKER_LEAD, 0x100):
-            for q in np.flatnonzero(trans[:, lead] >= 0).tolist():
-                mid = int(trans[q, lead])
-                for second in np.flatnonzero(trans[mid] >= 0).tolist():
-                    callee = ((lead - _MARKER_LEAD) << 8) | second
-                    edges[q].append((callee, int(trans[mid, second])))
-        trans[:, _MARKER_LEAD:] = -1
-        trans.setflags(write=False)
-        acc = np.array(dfa.accepting, dtype=bool)
-        acc.setflags(write=False)
+        trans, acc, start, edges = _rule_automaton(_markers(bodies[n], index), limits)
         transitions.append(trans)
         accepting.append(acc)
-        starts.append(dfa.start)
-        calls.append(tuple(tuple(e) for e in edges))
+        starts.append(start)
+        calls.append(edges)
     return RuleNetwork(tuple(names), tuple(transitions), tuple(accepting), tuple(starts), tuple(calls), 0)
+
+
+#: rule automata by body (markers in place) and limits: rules that many grammars share, such as
+#: the JSON value that an object's other properties take, are built once
+_RULE_AUTOMATA: BoundedMemo[_RuleAutomaton] = BoundedMemo(max_size=64 << 20)
+
+
+def _rule_automaton(body: Node, limits: Limits) -> _RuleAutomaton:
+    """The text transitions, acceptance, start and call edges of one rule (see :class:`RuleNetwork`).
+
+    Memoised: the arrays are read-only and the tuples immutable, so networks share them.
+    """
+    key = (body, limits)
+    hit = _RULE_AUTOMATA.get(key)
+    if hit is not None:
+        return hit
+    dfa = ir_to_dfa(body, limits)
+    trans = np.array(dfa.transitions, dtype=np.int32)
+    edges: list[list[tuple[int, int]]] = [[] for _ in range(trans.shape[0])]
+    for lead in range(_MARKER_LEAD, 0x100):
+        for q in np.flatnonzero(trans[:, lead] >= 0).tolist():
+            mid = int(trans[q, lead])
+            for second in np.flatnonzero(trans[mid] >= 0).tolist():
+                callee = ((lead - _MARKER_LEAD) << 8) | second
+                edges[q].append((callee, int(trans[mid, second])))
+    trans[:, _MARKER_LEAD:] = -1
+    trans.setflags(write=False)
+    acc = np.array(dfa.accepting, dtype=bool)
+    acc.setflags(write=False)
+    made = (trans, acc, int(dfa.start), tuple(tuple(e) for e in edges))
+    _RULE_AUTOMATA.put(key, made, int(trans.nbytes) + 64 * sum(len(e) for e in edges))
+    return made
 
 
 # ------------------------------------------------------------------ analysis
