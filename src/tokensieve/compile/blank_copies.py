@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..automata.blank_runs import BLANKS
 from .token_masks import or_distinct_bits
+
+if TYPE_CHECKING:
+    from ..vocab.trie import TokenTrie
 
 __all__ = ["LeadingBlanks"]
 
@@ -70,6 +74,7 @@ class LeadingBlanks:
         self._lengths = np.unique(np.concatenate([[0], self._descending]))
         self._num_words = num_words
         self._rows: dict[int, np.ndarray] = {}
+        self._nodes: tuple[TokenTrie, np.ndarray] | None = None
         self._lock = threading.Lock()
         for run in self._lengths[:_EAGER_ROWS].tolist():  # the runs of most tokens: the costly rows
             self.at_most(run)
@@ -97,6 +102,27 @@ class LeadingBlanks:
             with self._lock:
                 row = self._rows.setdefault(at, row)
         return row
+
+    def of_nodes(self, trie: TokenTrie) -> np.ndarray:
+        """``int16 (num_nodes,)``: the leading run of blanks of every trie node's path.
+
+        Memoised for the last trie asked for (the vocabulary's own).
+        """
+        known = self._nodes
+        if known is not None and known[0] is trie:
+            return known[1]
+        is_blank = np.zeros(256, dtype=bool)
+        is_blank[BLANKS] = True
+        lead = np.zeros(trie.num_nodes, dtype=np.int16)
+        parent, byte = trie.node_parent, trie.node_byte
+        for depth in range(1, trie.max_depth + 1):
+            nodes = trie.nodes_at_depth(depth)
+            before = lead.take(parent.take(nodes))
+            # a path all blanks so far (run == depth - 1) goes on with another blank
+            lead[nodes] = before + ((before == depth - 1) & is_blank.take(byte.take(nodes)))
+        lead.setflags(write=False)
+        self._nodes = (trie, lead)
+        return lead
 
     @property
     def nbytes(self) -> int:

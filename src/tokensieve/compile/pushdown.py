@@ -30,6 +30,7 @@ import numpy as np
 
 from .._arrays import concat_ranges as _ranges
 from .._arrays import sorted_unique
+from ..automata.blank_runs import BLANKS
 from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
@@ -183,6 +184,8 @@ class CompiledPushdownGrammar:
         self._rule_start: list[int] = offsets[:-1].tolist()
         self._walk_reps: dict[int, list[int]] = {}
         self._maybe_empty: list[bool] | None = None  # per rule, on the first shared walk
+        # blank-run copies: the state one blank before each, and the blanks still allowed
+        self._copy_tables: tuple[list[int], list[int]] | None = None
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._stop_words = np.zeros(self._builder.num_words, dtype=np.int32)
         for stop in self._builder.stop_token_ids.tolist():
@@ -301,7 +304,8 @@ class CompiledPushdownGrammar:
                 reps.update(self._walk_reps[r])
                 if budget is not None and budget.spent():
                     return False
-            todo = [q for q in sorted(reps) if (q, 0, b"") not in self._walks]
+            before, _ = self._copies()
+            todo = [q for q in sorted(reps) if before[q] < 0 and (q, 0, b"") not in self._walks]
             complete = len(todo) <= _PRECOMPUTE_WALKS
             todo = todo[:_PRECOMPUTE_WALKS]
 
@@ -634,7 +638,10 @@ class CompiledPushdownGrammar:
                 break
             seen[nxt] = True
             frontier = nxt
+            before = self._copies()[0]
             for q in nxt.tolist():
+                if before[q] >= 0:
+                    continue  # derived from the state before it (see _copies)
                 rep = self._walk_representative(q)
                 if rep in taken or (rep, 0, b"") in self._walks:
                     continue
@@ -761,7 +768,13 @@ class CompiledPushdownGrammar:
         if len(self._levels) >= _MAX_MEMO_LEVELS:
             self._forget_walks()
         if len(suffix) == 1:
-            rep = self._walk_representative(suffix[0])
+            before, room = self._copies()
+            g = suffix[0]
+            if before[g] >= 0:
+                result = self._narrowed(self._level((before[g],), need_escapes), room[g])
+                self._levels[suffix] = result
+                return result
+            rep = self._walk_representative(g)
             if rep != suffix[0]:
                 result = self._level((rep,), need_escapes)
                 self._levels[suffix] = result
@@ -774,6 +787,104 @@ class CompiledPushdownGrammar:
             result = self._walk(suffix[0], nodes, need_escapes)
         self._levels[suffix] = result
         return result
+
+    def _copies(self) -> tuple[list[int], list[int]]:
+        """The states of bounded blank runs whose walks are derived, not walked.
+
+        A recursive grammar bounds a run of JSON blanks in its IR, so a rule's
+        automaton counts the blanks of a run along a chain of states: every
+        blank leads from one to the next, the last reads none, and they all
+        leave on every other byte, accept and call exactly as the first does.
+        A token read from a state of the chain spends its leading blanks along
+        it, then goes on as from the first state after as many blanks; so the
+        walk of a state's frame is that of the state one blank before it,
+        less the tokens and escape nodes whose leading run of blanks is longer
+        than the blanks the state still allows (see :mod:`.blank_copies`).
+        That holds only while no blank is read inside a rule called from the
+        chain (nor after a callee that may read nothing): chains whose calls
+        could are left as they are.
+
+        Returns ``(before, room)``: per global state, the chain state one blank
+        before it (-1: none, the state is walked) and the blanks it still allows.
+        """
+        known = self._copy_tables
+        if known is not None:
+            return known
+        n = int(self._gtrans.shape[0])
+        before = [-1] * n
+        room = [-1] * n
+        trans = self._gtrans
+        blank_cols = trans[:, BLANKS]
+        link = blank_cols[:, 0].astype(np.int64)
+        link[~(blank_cols == blank_cols[:, :1]).all(axis=1) | (link == np.arange(n))] = -1
+        src = np.flatnonzero(link >= 0)
+        if src.size and self._builder.leading_blanks is not None:
+            dst = link.take(src)
+            other = np.ones(256, dtype=bool)
+            other[BLANKS] = False
+            accept = np.array(self._gaccept, dtype=bool)
+            same = (trans[src][:, other] == trans[dst][:, other]).all(axis=1)
+            same &= accept.take(src) == accept.take(dst)
+            calls = self._gcalls
+            ends: list[bool] = np.all(blank_cols < 0, axis=1).tolist()
+            nxt: dict[int, int] = {}
+            for a, b in zip(src[same].tolist(), dst[same].tolist(), strict=True):
+                if calls[a] == calls[b] and self._calls_read_no_blank(a):
+                    nxt[a] = b
+            for a in nxt:  # the blanks each state of a chain allows: its distance to the chain's end
+                path: list[int] = []
+                on_path: set[int] = set()
+                q = a
+                while q in nxt and room[q] < 0 and q not in on_path:
+                    path.append(q)
+                    on_path.add(q)
+                    q = nxt[q]
+                left = room[q] if room[q] >= 0 else (0 if ends[q] and q not in nxt else -1)
+                if left < 0:
+                    continue
+                room[q] = left
+                for p in reversed(path):
+                    left += 1
+                    room[p] = left
+            for a, b in nxt.items():
+                if room[a] > 0 and before[b] < 0:  # room[b] == room[a] - 1
+                    before[b] = a
+        self._copy_tables = (before, room)
+        return before, room
+
+    def _calls_read_no_blank(self, g: int) -> bool:
+        """Whether no rule that state ``g`` calls can read a blank before any other byte, nor
+        end without reading one (conservatively: through every call made without a byte)."""
+        todo = [start for start, _ in self._gcalls[g]]
+        seen = set(todo)
+        trans = self._gtrans
+        while todo:
+            q = todo.pop()
+            if self._gaccept[q] or (trans[q, BLANKS] >= 0).any():
+                return False
+            for start, ret in self._gcalls[q]:
+                for nxt in (start, ret):
+                    if nxt >= 0 and nxt not in seen:
+                        seen.add(nxt)
+                        todo.append(nxt)
+        return True
+
+    def _narrowed(
+        self, walk: tuple[np.ndarray, np.ndarray | None], room: int
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """A walk less its tokens and escape nodes whose leading run of blanks is over ``room``."""
+        leading = self._builder.leading_blanks
+        assert leading is not None  # no copies without it (see _copies)
+        mask, nodes = walk
+        row = leading.at_most(room)
+        if row is not None:
+            out = friendly_zeros(self._builder.num_words)
+            np.bitwise_and(mask, row, out=out)
+            out.setflags(write=False)
+            mask = out
+        if nodes is not None and nodes.size:
+            nodes = nodes[leading.of_nodes(self._builder.trie).take(nodes) <= room]
+        return mask, nodes
 
     def _walk_representative(self, g: int) -> int:
         """A state whose walk from its frame alone equals that of global state ``g``."""
