@@ -113,6 +113,55 @@ def test_torch_apply_equals_numpy(device: str, dtype: str, shape: tuple[int, int
         assert np.array_equal(one.cpu().numpy(), row[0])
 
 
+def test_cuda_apply_does_not_synchronise() -> None:
+    """With logits, bitmask and indices on the GPU, the apply makes no host sync.
+
+    ``torch.cuda.set_sync_debug_mode("warn")`` turns synchronising CUDA calls into
+    warnings; the first call (which copies the bit table to the GPU) is a warm-up.
+    """
+    import warnings
+
+    torch, dev = _torch_device("cuda")
+    rng = np.random.default_rng(3)
+    logits = torch.from_numpy(rng.normal(size=(4, 1000)).astype(np.float32)).to(dev)
+    mask = torch.from_numpy(bool_to_bitmask(rng.random((4, 1000)) < 0.5)).to(dev)
+    indices = torch.tensor([2, 0, 3, 1], device=dev)
+    permuted = mask[indices]
+    expect = logits.cpu().numpy()
+    apply_token_bitmask_inplace(expect, mask.cpu().numpy())
+
+    def calls() -> None:
+        apply_token_bitmask_inplace(logits, mask)
+        apply_token_bitmask_inplace(logits, mask[:, :20])  # columns past 640 are masked
+        apply_token_bitmask_inplace(logits, permuted, indices=indices, vocab_size=900)
+        apply_token_bitmask_inplace(logits[0], mask[0])
+
+    calls()
+    torch.cuda.synchronize()
+    expect[:, 640:] = -np.inf
+    assert np.array_equal(logits.cpu().numpy(), expect)
+    previous = torch.cuda.get_sync_debug_mode()
+    try:
+        torch.cuda.set_sync_debug_mode("warn")
+        with warnings.catch_warnings(record=True) as control:
+            warnings.simplefilter("always")
+            float(logits[0, 0])  # a host sync: the mode must report it
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            calls()
+    finally:
+        torch.cuda.set_sync_debug_mode(previous)
+
+    def syncs(records: list) -> list[str]:
+        return [
+            f"{w.filename}:{w.lineno}: {w.message}" for w in records if "synchroniz" in str(w.message).lower()
+        ]
+
+    assert syncs(control), "set_sync_debug_mode('warn') reported no sync for a float() of a CUDA tensor"
+    assert not syncs(caught), "host syncs in apply_token_bitmask_inplace:\n" + "\n".join(syncs(caught))
+    assert np.array_equal(logits.cpu().numpy(), expect)
+
+
 def test_apply_rejects_wrong_dtype_and_shape() -> None:
     logits = np.zeros((2, 64), dtype=np.float32)
     with pytest.raises(ValueError, match="int32"):

@@ -9,6 +9,7 @@ a tensor is passed.
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Literal
 
@@ -253,6 +254,23 @@ def _apply_numpy(logits: np.ndarray, bitmask: Any, indices: Any, vocab_size: int
     lg[rows, :v] = sub
 
 
+#: Per device, the bit of each token within its byte (``uint8``, little-endian
+#: hosts) or within its word (``int32``), built once.
+_BIT_TABLES: dict[Any, Any] = {}
+
+
+def _bit_table(torch: Any, device: Any) -> Any:
+    table = _BIT_TABLES.get(device)
+    if table is None:
+        if sys.byteorder == "little":  # byte k of word w holds tokens 32 w + 8 k .. 32 w + 8 k + 7
+            table = torch.tensor([1 << j for j in range(8)], dtype=torch.uint8, device=device)
+        else:
+            bits = [(1 << j) - (1 << 32 if j == 31 else 0) for j in range(32)]
+            table = torch.tensor(bits, dtype=torch.int32, device=device)
+        table = _BIT_TABLES.setdefault(device, table)
+    return table
+
+
 def _apply_torch(torch: Any, logits: Any, bitmask: Any, indices: Any, vocab_size: int | None) -> None:
     if isinstance(bitmask, np.ndarray):
         bitmask = torch.from_numpy(np.ascontiguousarray(bitmask))
@@ -263,21 +281,33 @@ def _apply_torch(torch: Any, logits: Any, bitmask: Any, indices: Any, vocab_size
     bm = bitmask if bitmask.dim() == 2 else bitmask.unsqueeze(0)
     bm = bm.to(lg.device, non_blocking=True)
     v = lg.shape[1] if vocab_size is None else min(int(vocab_size), lg.shape[1])
-    shifts = torch.arange(32, device=lg.device, dtype=torch.int32)
-    bits = ((bm.unsqueeze(-1) >> shifts) & 1).bool().reshape(bm.shape[0], -1)
-    if bits.shape[1] < v:
-        pad = torch.zeros((bits.shape[0], v - bits.shape[1]), dtype=torch.bool, device=lg.device)
-        bits = torch.cat([bits, pad], dim=1)
-    disallowed = ~bits[:, :v]
+    cols = min(v, 32 * bm.shape[1])  # columns past 32 * W are disallowed
     if indices is None:
-        lg[:, :v].masked_fill_(disallowed, float("-inf"))
-    else:
-        rows = torch.as_tensor(indices, device=lg.device, dtype=torch.long)
-        if rows.numel() != bm.shape[0]:
-            raise ValueError(f"indices has {rows.numel()} entries but bitmask has {bm.shape[0]} rows")
-        sub = lg[rows, :v]
-        sub.masked_fill_(disallowed, float("-inf"))
-        lg[rows, :v] = sub
+        _mask_columns(torch, lg, bm, cols, v)
+        return
+    rows = torch.as_tensor(indices, device=lg.device, dtype=torch.long)
+    if rows.numel() != bm.shape[0]:
+        raise ValueError(f"indices has {rows.numel()} entries but bitmask has {bm.shape[0]} rows")
+    sub = lg[rows, :v]
+    _mask_columns(torch, sub, bm, cols, v)
+    lg[rows, :v] = sub
+
+
+def _mask_columns(torch: Any, lg: Any, bm: Any, cols: int, v: int) -> None:
+    """Mask ``lg[:, :cols]`` by ``bm`` and set ``lg[:, cols:v]`` to ``-inf``.
+
+    Three kernels (and with the bit table, compare with 0, masked fill) and no
+    host synchronisation.
+    """
+    if cols:
+        table = _bit_table(torch, lg.device)
+        units = bm.contiguous().view(torch.uint8) if table.dtype == torch.uint8 else bm
+        disallowed = (units.unsqueeze(-1) & table).eq(0).view(bm.shape[0], 32 * bm.shape[1])
+        if cols < disallowed.shape[1]:
+            disallowed = disallowed[:, :cols]
+        (lg if cols == lg.shape[1] else lg[:, :cols]).masked_fill_(disallowed, float("-inf"))
+    if cols < v:
+        lg[:, cols:v] = float("-inf")
 
 
 def _import_torch() -> Any:
