@@ -1,5 +1,5 @@
-"""Recursive grammars: the walks of the states that count a run of blanks are derived from the state
-one blank before them, and equal both a walk of their own and the Earley oracle."""
+"""Recursive grammars: the walks of the states that count a run of blanks are derived from their
+chain's first state, and equal both a walk of their own and the Earley oracle."""
 
 from __future__ import annotations
 
@@ -78,8 +78,8 @@ def _compiled(info: TokenizerInfo, grammar: Grammar, **options) -> CompiledPushd
 
 
 def _derived(compiled: CompiledPushdownGrammar) -> list[int]:
-    before, _ = compiled._copies()
-    return [g for g, b in enumerate(before) if b >= 0]
+    head, _ = compiled._copies()
+    return [g for g, h in enumerate(head) if h >= 0]
 
 
 def _allowed(mask: np.ndarray, vocab_size: int) -> set[int]:
@@ -134,3 +134,23 @@ def test_runs_before_a_rule_that_reads_blanks_are_walked(blank_info) -> None:
     }
     assert callers and not callers & derived  # the run after "[" calls item, whose blanks would run on
     assert derived  # the run before "]" calls nothing: derived
+
+
+def test_a_long_run_derives_its_last_state_in_one_step(blank_info) -> None:
+    """A run far longer than Python's recursion limit: the last state's walk still comes out, and
+    equals its own walk (each state derives from the chain's first, not the one before it)."""
+    long_ws = repeat(char_class(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, 1500)
+    grammar = Grammar(
+        {
+            "root": concat(literal("["), long_ws, R("item"), long_ws, literal("]")),
+            "item": alt(concat(literal("x"), optional(concat(literal(","), R("item")))), literal("y")),
+        }
+    )
+    compiled = _compiled(blank_info, grammar, precompute=False)
+    head, room = compiled._copies()
+    derived = _derived(compiled)
+    assert len(derived) >= 2 * 1500
+    last = min(derived, key=lambda g: room[g])
+    assert room[last] == 0
+    mask, _ = compiled._level((last,))
+    assert np.array_equal(mask, compiled._frame_walks([last], None, True)[0][0])

@@ -184,7 +184,7 @@ class CompiledPushdownGrammar:
         self._rule_start: list[int] = offsets[:-1].tolist()
         self._walk_reps: dict[int, list[int]] = {}
         self._maybe_empty: list[bool] | None = None  # per rule, on the first shared walk
-        # blank-run copies: the state one blank before each, and the blanks still allowed
+        # blank-run copies: the first state of each one's chain, and the blanks still allowed
         self._copy_tables: tuple[list[int], list[int]] | None = None
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._stop_words = np.zeros(self._builder.num_words, dtype=np.int32)
@@ -304,8 +304,8 @@ class CompiledPushdownGrammar:
                 reps.update(self._walk_reps[r])
                 if budget is not None and budget.spent():
                     return False
-            before, _ = self._copies()
-            todo = [q for q in sorted(reps) if before[q] < 0 and (q, 0, b"") not in self._walks]
+            head, _ = self._copies()
+            todo = [q for q in sorted(reps) if head[q] < 0 and (q, 0, b"") not in self._walks]
             complete = len(todo) <= _PRECOMPUTE_WALKS
             todo = todo[:_PRECOMPUTE_WALKS]
 
@@ -628,6 +628,7 @@ class CompiledPushdownGrammar:
         seen = np.zeros(view.num_states, dtype=bool)
         seen[g] = True
         frontier = np.array([g], dtype=np.int64)
+        head = self._copies()[0]
         for _ in range(_PREFETCH_DEPTH):
             nxt: np.ndarray = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
             called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if q >= 0]
@@ -638,10 +639,9 @@ class CompiledPushdownGrammar:
                 break
             seen[nxt] = True
             frontier = nxt
-            before = self._copies()[0]
             for q in nxt.tolist():
-                if before[q] >= 0:
-                    continue  # derived from the state before it (see _copies)
+                if head[q] >= 0:
+                    continue  # derived from its chain's first state (see _copies)
                 rep = self._walk_representative(q)
                 if rep in taken or (rep, 0, b"") in self._walks:
                     continue
@@ -768,14 +768,14 @@ class CompiledPushdownGrammar:
         if len(self._levels) >= _MAX_MEMO_LEVELS:
             self._forget_walks()
         if len(suffix) == 1:
-            before, room = self._copies()
+            head, room = self._copies()
             g = suffix[0]
-            if before[g] >= 0:
-                result = self._narrowed(self._level((before[g],), need_escapes), room[g])
+            if head[g] >= 0:  # a chain's first state is walked, not derived: one step
+                result = self._narrowed(self._level((head[g],), need_escapes), room[g])
                 self._levels[suffix] = result
                 return result
             rep = self._walk_representative(g)
-            if rep != suffix[0]:
+            if rep != g:
                 result = self._level((rep,), need_escapes)
                 self._levels[suffix] = result
                 return result
@@ -797,21 +797,21 @@ class CompiledPushdownGrammar:
         leave on every other byte, accept and call exactly as the first does.
         A token read from a state of the chain spends its leading blanks along
         it, then goes on as from the first state after as many blanks; so the
-        walk of a state's frame is that of the state one blank before it,
-        less the tokens and escape nodes whose leading run of blanks is longer
-        than the blanks the state still allows (see :mod:`.blank_copies`).
-        That holds only while no blank is read inside a rule called from the
-        chain (nor after a callee that may read nothing): chains whose calls
-        could are left as they are.
+        walk of a state's frame is that of the chain's first state, less the
+        tokens and escape nodes whose leading run of blanks is longer than the
+        blanks the state still allows (see :mod:`.blank_copies`). That holds
+        only while no blank is read inside a rule called from the chain (nor
+        after a callee that may read nothing): chains whose calls could are
+        left as they are.
 
-        Returns ``(before, room)``: per global state, the chain state one blank
-        before it (-1: none, the state is walked) and the blanks it still allows.
+        Returns ``(head, room)``: per global state, the first state of its chain
+        (-1: none, the state is walked) and the blanks it still allows.
         """
         known = self._copy_tables
         if known is not None:
             return known
         n = int(self._gtrans.shape[0])
-        before = [-1] * n
+        head = [-1] * n
         room = [-1] * n
         trans = self._gtrans
         blank_cols = trans[:, BLANKS]
@@ -826,10 +826,17 @@ class CompiledPushdownGrammar:
             same = (trans[src][:, other] == trans[dst][:, other]).all(axis=1)
             same &= accept.take(src) == accept.take(dst)
             calls = self._gcalls
-            ends: list[bool] = np.all(blank_cols < 0, axis=1).tolist()
+            reads_blank: list[bool] = np.any(blank_cols >= 0, axis=1).tolist()
+            ends = [not r for r in reads_blank]
+            safe: dict[tuple[tuple[int, int], ...], bool] = {}  # per call list: a chain's states share one
             nxt: dict[int, int] = {}
             for a, b in zip(src[same].tolist(), dst[same].tolist(), strict=True):
-                if calls[a] == calls[b] and self._calls_read_no_blank(a):
+                if calls[a] != calls[b]:
+                    continue
+                ok = safe.get(calls[a])
+                if ok is None:
+                    ok = safe[calls[a]] = self._calls_read_no_blank(a, reads_blank)
+                if ok:
                     nxt[a] = b
             for a in nxt:  # the blanks each state of a chain allows: its distance to the chain's end
                 path: list[int] = []
@@ -846,21 +853,31 @@ class CompiledPushdownGrammar:
                 for p in reversed(path):
                     left += 1
                     room[p] = left
-            for a, b in nxt.items():
-                if room[a] > 0 and before[b] < 0:  # room[b] == room[a] - 1
-                    before[b] = a
-        self._copy_tables = (before, room)
-        return before, room
+            # a chain's first state is no counted state's successor; its successors take it as head
+            # (where chains merge, the first head to reach a state keeps it: both are exact)
+            inner = {b for a, b in nxt.items() if room[a] > 0}
+            for a in nxt:
+                if room[a] > 0 and a not in inner:
+                    q = nxt[a]
+                    while head[q] < 0:
+                        head[q] = a
+                        if q not in nxt:
+                            break
+                        q = nxt[q]
+        self._copy_tables = (head, room)
+        return head, room
 
-    def _calls_read_no_blank(self, g: int) -> bool:
+    def _calls_read_no_blank(self, g: int, reads_blank: list[bool]) -> bool:
         """Whether no rule that state ``g`` calls can read a blank before any other byte, nor
-        end without reading one (conservatively: through every call made without a byte)."""
+        end without reading one (conservatively: through every call made without a byte).
+
+        ``reads_blank``: per global state, whether it has a transition on a blank.
+        """
         todo = [start for start, _ in self._gcalls[g]]
         seen = set(todo)
-        trans = self._gtrans
         while todo:
             q = todo.pop()
-            if self._gaccept[q] or (trans[q, BLANKS] >= 0).any():
+            if self._gaccept[q] or reads_blank[q]:
                 return False
             for start, ret in self._gcalls[q]:
                 for nxt in (start, ret):
