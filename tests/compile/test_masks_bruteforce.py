@@ -255,17 +255,16 @@ def test_blank_chains_are_used() -> None:
     assert blank_len[spaces] == 0
 
 
-def test_counted_string_that_takes_a_broken_character() -> None:
-    """A counted string whose chain also takes ``\\xc3`` then ``x`` (ill-formed UTF-8) then ``b``.
+def _broken_character_string() -> tuple[CompiledGrammar, TokenizerInfo]:
+    """Counted strings whose chains also take ``\\xc3`` then ``x`` (ill-formed UTF-8) then ``b``.
 
     The automaton is a regex's with transitions added by hand: the class jump of
     a counted string counts characters, and must walk an escape that breaks a
     begun character from the state that character began in.
     """
     from tokensieve.automata import ByteDFA, regex_to_dfa
-    from tokensieve.compile.compiled_grammar import CompiledGrammar
 
-    base = regex_to_dfa(r'"[^"\\]{0,20}"')
+    base = regex_to_dfa(r'"[^"\\]{0,20}", "[^"\\]{0,20}"')  # two chains: states of one depth in each
     table = base.transitions.copy()
     accepting = base.accepting.copy()
     extra = []
@@ -280,11 +279,49 @@ def test_counted_string_that_takes_a_broken_character() -> None:
         rows[i, ord("b")] = step
     dfa = ByteDFA(np.vstack([table, rows]), np.concatenate([accepting, np.zeros(len(extra), dtype=bool)]), 0)
     vocab = _vocab(3) + [b"ab\xc3xb", b"\xc3xbab", b"a\xc3x", b"x\xc3xb\xc3xbx", b"\xc3xb" * 7, b'ab\xc3xb"']
+    vocab += [b'\xc3xb", "', b'x\xc3xb", "b']  # allowed in the first string only
     info = TokenizerInfo(vocab, vocab_size=len(vocab), stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
-    compiled = CompiledGrammar(info, dfa, kind="regex", source="hand-made")
+    return CompiledGrammar(info, dfa, kind="regex", source="hand-made"), info
+
+
+def test_counted_string_that_takes_a_broken_character() -> None:
+    """The states of :func:`_broken_character_string`, each computed when first asked for."""
+    compiled, info = _broken_character_string()
     inside = compiled.step_bytes(compiled.start_state, b'"')
     assert compiled.automaton.jump_utf8[inside]  # the jump counts characters
     _check_all_states(compiled, info, 3)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        # two free strings: their states loop on one class, and take a character begun and broken apart
+        r'\{"a": "[^"\\]*", "b": "[^"\\]*", "c": "[^"\\]*"\}',
+        # counted strings: states along chains of one class, at the same depths and not
+        r'\{"a": "[^"\\]{0,40}", "b": "[^"\\]{0,40}", "c": "[^"\\]{0,12}", "d": "[^"\\]*"\}',
+        None,  # the hand-made chain that takes a broken character
+        # accepting states along two chains: their rows take the stop tokens
+        r'[^"\\-]{0,30}(-[^"\\-]{0,20})?',
+    ],
+)
+def test_one_batch_of_every_state_matches_brute_force(pattern: str | None) -> None:
+    """Every state's mask from one walk: the states that jump one class move through it together."""
+    if pattern is None:
+        compiled, info = _broken_character_string()
+    else:
+        # with characters begun and broken by a byte that the string takes
+        vocab = _vocab(4) + [b"\xc3ab", b"ab\xc3a", b'\xe2\x82a"', b'\xc3a", "', b'x\xf0\x9f\x98a", "b']
+        info = TokenizerInfo(vocab, vocab_size=len(vocab), stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL])
+        compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(pattern)
+    view = compiled.automaton
+    jumping = np.flatnonzero(view.jump_depth)
+    keys = {(view.jump_class[q].tobytes(), int(view.jump_depth[q]), bool(view.has_loop[q])) for q in jumping.tolist()}
+    assert jumping.size > len(keys)  # several states share a class jump
+    states = np.arange(compiled.num_states)
+    batch = compiled._builder.compute(view, states)
+    expected = _brute_force(compiled, info)
+    for i in range(compiled.num_states):
+        _check_mask(batch.mask(i), i, expected, info)
 
 
 def _words(seed: int) -> list[str]:

@@ -111,6 +111,8 @@ _BINCOUNT_MIN = 256
 _BINCOUNT_DENSITY = 8
 #: ... and lists of at most this many by a plain loop
 _LOOP_MAX = 5
+#: dense rows of a batch are built in blocks of this many rows (a block lives while one row is kept)
+_DENSE_BLOCK = 16
 
 
 #: the work of a level of a walk's array operations, and of a walk's set-up and result, in
@@ -225,6 +227,12 @@ def or_distinct_bits(out: np.ndarray, words: np.ndarray, bits: np.ndarray) -> No
     weights = bits.view(np.uint32) if bits.dtype == np.int32 else bits
     union = np.bincount(words, weights=weights, minlength=out.size).astype(np.uint32)
     out |= union.view(out.dtype)
+
+
+def _step(trans: np.ndarray, state: np.ndarray, byte: np.ndarray | int) -> np.ndarray:
+    """The successors of ``state`` on ``byte`` in a flattened table (``-1``: none, also from ``-1``)."""
+    ok = state >= 0
+    return np.where(ok, trans.take((np.where(ok, state, 0) << 8) | byte), -1)
 
 
 def _edges_with_copies(flat: np.ndarray, chains: BlankChains) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -764,13 +772,12 @@ class TokenMaskBuilder:
         if jump and a.trans is not None:
             depth = a.jump_depth.take(origins)
             if np.count_nonzero(depth):
-                for i in np.flatnonzero(depth).tolist():
-                    q = int(origins[i])
-                    cj = jumps[i] = self.class_jump(a.jump_class[q], int(depth[i]), bool(a.jump_utf8[q]))
-                    node, state = self._escape_pairs(a, q, cj)
+                for index, cj in self._jump_groups(a, origins, depth):
+                    node, state, owner = self._escape_pairs(a, origins.take(index), index, cj)
                     parts_node.append(node)
                     parts_state.append(state)
-                    parts_owner.append(np.full(node.size, i, dtype=np.int64))
+                    parts_owner.append(owner)
+                    jumps.update(dict.fromkeys(index.tolist(), cj))
                 root_index = np.flatnonzero(depth == 0)
                 roots = origins.take(root_index)
         if roots.size:
@@ -793,21 +800,60 @@ class TokenMaskBuilder:
         own, lo, hi, _ = self._walk_frontier(a, origins, node, state, owner, single, budget, None, False)
         return own, lo, hi, jumps
 
-    def _escape_pairs(self, a: AutomatonView, q: int, cj: ClassJump) -> tuple[np.ndarray, np.ndarray]:
-        """The (escape node, state) pairs a walk of ``q`` starts from (see :mod:`.class_jumps`)."""
+    def _jump_groups(
+        self, a: AutomatonView, origins: np.ndarray, depth: np.ndarray
+    ) -> list[tuple[np.ndarray, ClassJump]]:
+        """The origins with a class jump (indices into ``origins``), grouped by their :class:`ClassJump`."""
+        index = np.flatnonzero(depth)
+        states = origins.take(index)
+        key = np.empty((index.size, 6), dtype=np.uint64)
+        key[:, :4] = a.jump_class.take(states, axis=0)
+        key[:, 4] = depth.take(index).astype(np.uint64)
+        key[:, 5] = a.jump_utf8.take(states)
+        if index.size == 1:
+            group = np.zeros(1, dtype=np.int64)
+        else:
+            _, group = np.unique(key.view(np.dtype((np.void, key.shape[1] * 8))).ravel(), return_inverse=True)
+            group = group.reshape(-1)
+        order = np.argsort(group, kind="stable")
+        bounds = np.flatnonzero(np.diff(group.take(order), prepend=-1)).tolist() + [index.size]
+        out = []
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            members = index.take(order[lo:hi])
+            row = key[order[lo]]
+            cj = self.class_jump(row[:4], int(row[4]), bool(row[5]))
+            out.append((members, cj))
+        return out
+
+    def _escape_pairs(
+        self, a: AutomatonView, states: np.ndarray, owners: np.ndarray, cj: ClassJump
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (escape node, state, owner) triples the walks of ``states`` (one class jump) start from.
+
+        See :mod:`.class_jumps`; ``owners[i]`` is the owner of ``states[i]``'s triples.
+        """
         trans = a.trans
         assert trans is not None
-        if a.has_loop[q]:
-            state = trans.take((q << 8) | cj.byte.astype(np.int64))
+        loop = a.has_loop.take(states)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []  # (target rows, owners)
+        if loop.any():
+            looping = np.flatnonzero(loop) if not loop.all() else None
+            some = states if looping is None else states.take(looping)
+            got = trans.take((some[:, None] << 8) | cj.byte)
             if cj.broken.size:  # a free string refuses a byte that breaks a character (is_utf8_closed)
-                state[cj.broken] = -1
-        else:  # the chain's states, after 0, 1, ... steps
-            nxt = a.chain_next.data  # a memoryview: single entries read as Python ints
-            chain = [q]
-            for _ in range(int(cj.prefix.max(initial=0))):
-                chain.append(nxt[chain[-1]])
-            before = np.array(chain, dtype=np.int64).take(cj.prefix) << 8
-            state = trans.take(before | cj.byte)
+                got[:, cj.broken] = -1
+            parts.append((got, owners if looping is None else owners.take(looping)))
+        if not loop.all():
+            along = np.flatnonzero(~loop) if loop.any() else None
+            some = states if along is None else states.take(along)
+            # the chain's states after 0, 1, ... steps
+            steps = int(cj.prefix.max(initial=0))
+            chain = np.empty((some.size, steps + 1), dtype=np.int64)
+            chain[:, 0] = some
+            for j in range(steps):  # a jump goes no deeper than the chain: no -1 is met
+                chain[:, j + 1] = a.chain_next.take(chain[:, j])
+            before = chain.take(cj.prefix, axis=1)
+            got = trans.take((before << 8) | cj.byte)
             if cj.broken.size:  # from the state before the begun character, through its bytes
                 parent, node_byte = self.trie.node_parent, self.trie.node_byte
                 for i in cj.broken.tolist():
@@ -816,12 +862,28 @@ class TokenMaskBuilder:
                     for _ in range(int(cj.inner[i]) + 1):
                         path.append(int(node_byte[n]))
                         n = int(parent[n])
-                    s = chain[int(cj.prefix[i])]
+                    s = before[:, i]
                     for b in reversed(path):
-                        s = int(trans[(s << 8) | b]) if s >= 0 else -1
-                    state[i] = s
-        ok = state >= 0
-        return cj.node[ok].astype(np.int64), state[ok].astype(np.int64, copy=False)
+                        s = _step(trans, s, b)
+                    got[:, i] = s
+            parts.append((got, owners if along is None else owners.take(along)))
+        nodes, targets, owned = [], [], []
+        for got, own in parts:
+            ok = got >= 0
+            if got.shape[0] == 1:
+                nodes.append(cj.node[ok[0]])
+                owned.append(np.full(nodes[-1].size, own[0], dtype=np.int64))
+            else:
+                nodes.append(np.broadcast_to(cj.node, got.shape)[ok])
+                owned.append(np.repeat(own.astype(np.int64), ok.sum(axis=1)))
+            targets.append(got[ok])
+        if len(parts) == 1:
+            return nodes[0].astype(np.int64), targets[0].astype(np.int64, copy=False), owned[0]
+        return (
+            np.concatenate(nodes).astype(np.int64),
+            np.concatenate(targets).astype(np.int64, copy=False),
+            np.concatenate(owned),
+        )
 
     def class_jump(self, classes: np.ndarray, depth: int, utf8: bool = False) -> ClassJump:
         """The :class:`ClassJump` of a byte class followed ``depth`` bytes deep (memoised per vocabulary).
@@ -1229,22 +1291,65 @@ class TokenMaskBuilder:
         if jumps:
             is_dense[list(jumps)] = True  # their class tokens come as a boolean row
         if is_dense.any():
-            for i in np.flatnonzero(is_dense).tolist():
-                allowed = np.zeros(self.num_words * 32, dtype=bool)
-                allowed[self._sorted_tokens.take(pos[starts[i] : starts[i + 1]])] = True
-                if accepting[i]:
-                    allowed[self.stop_token_ids] = True
-                row = np.packbits(allowed, bitorder="little").view(np.int32)
-                cj = jumps.get(i)
-                if cj is not None:
-                    row |= cj.allowed
-                dense[i] = row
-            pos = pos[~np.repeat(is_dense, counts)]
+            in_dense = np.repeat(is_dense, counts)
+            dense = self._dense_rows(np.flatnonzero(is_dense), counts, pos[in_dense], accepting, jumps)
+            pos = pos[~in_dense]
             counts[is_dense] = 0
             np.cumsum(counts, out=starts[1:])
         return MaskBatch(
             origins, accepting, starts, self._sorted_word.take(pos), self._sorted_bit.take(pos), dense, self
         )
+
+    def _dense_rows(
+        self,
+        index: np.ndarray,
+        counts: np.ndarray,
+        pos: np.ndarray,
+        accepting: np.ndarray,
+        jumps: dict[int, ClassJump],
+    ) -> dict[int, np.ndarray]:
+        """Packed rows of the states ``index`` of a batch, built together.
+
+        ``pos`` holds their tokens' places in ``sorted_tokens``, state after
+        state (``counts`` of each, indexed by batch position); a state with a
+        class jump gets its ``allowed`` row too, an accepting one the stop
+        tokens. The rows lie in blocks of at most :data:`_DENSE_BLOCK` rows,
+        each on a 64-byte boundary that is not a page start (see
+        :func:`~tokensieve.bitmask.copy_friendly`).
+        """
+        w = self.num_words
+        stride = -(-w // 16) * 16
+        m = index.size
+        out: dict[int, np.ndarray] = {}
+        row_of = np.repeat(np.arange(m, dtype=np.int64), counts.take(index))
+        word = self._sorted_word.take(pos) + row_of * stride
+        bit = self._sorted_bit.take(pos)
+        bounds = np.searchsorted(row_of, np.arange(0, m + _DENSE_BLOCK, _DENSE_BLOCK)).tolist()
+        for b, lo in enumerate(range(0, m, _DENSE_BLOCK)):
+            hi = min(m, lo + _DENSE_BLOCK)
+            block = friendly_zeros((hi - lo, stride), np.uint32)
+            a, z = bounds[b], bounds[b + 1]
+            rows = block[:, :w]
+            many = counts.take(index[lo:hi]) * _DENSE_FRACTION > self._num_tokens
+            if many.any():  # packed from a boolean row: faster than adding up their bits
+                cut = np.searchsorted(row_of[a:z], np.arange(hi - lo + 1) + lo) + a
+                for j in np.flatnonzero(many).tolist():
+                    allowed = np.zeros(w * 32, dtype=bool)
+                    allowed[self._sorted_tokens.take(pos[cut[j] : cut[j + 1]])] = True
+                    rows[j] = np.packbits(allowed, bitorder="little").view(np.uint32)
+                keep = ~many.take(row_of[a:z] - lo)
+                or_distinct_bits(block.reshape(-1), (word[a:z] - lo * stride)[keep], bit[a:z][keep])
+            else:
+                or_distinct_bits(block.reshape(-1), word[a:z] - lo * stride, bit[a:z])
+            for j, i in enumerate(index[lo:hi].tolist()):
+                cj = jumps.get(i)
+                if cj is not None:
+                    rows[j] |= cj.allowed.view(np.uint32)
+                if accepting[i]:
+                    for stop_word, stop_bit in self.stop_pairs:
+                        rows[j, stop_word] |= stop_bit
+                out[i] = rows[j].view(np.int32)
+        return out
 
     def pack_tokens(self, tokens: np.ndarray, accepting: bool) -> np.ndarray:
         """Packed ``int32 (num_words,)`` row allowing ``tokens`` (and the stop tokens if ``accepting``)."""
