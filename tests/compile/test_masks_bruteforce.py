@@ -304,8 +304,13 @@ def test_counted_string_that_takes_a_broken_character() -> None:
         r'[^"\\-]{0,30}(-[^"\\-]{0,20})?',
     ],
 )
-def test_one_batch_of_every_state_matches_brute_force(pattern: str | None) -> None:
-    """Every state's mask from one walk: the states that jump one class move through it together."""
+@pytest.mark.parametrize("few_tokens", [0, 1 << 20])
+def test_one_batch_of_every_state_matches_brute_force(pattern: str | None, few_tokens: int, monkeypatch) -> None:
+    """Every state's mask from one walk: the states that jump one class move through it together.
+
+    Their rows are packed from boolean rows, or from (word, bit) pairs, as ``few_tokens`` says.
+    """
+    monkeypatch.setattr(token_masks, "_FEW_TOKENS", few_tokens)
     if pattern is None:
         compiled, info = _broken_character_string()
     else:

@@ -113,6 +113,8 @@ _BINCOUNT_DENSITY = 8
 _LOOP_MAX = 5
 #: dense rows of a batch are built in blocks of this many rows (a block lives while one row is kept)
 _DENSE_BLOCK = 16
+#: a packed row of more tokens than this is made from a boolean row (see :meth:`TokenMaskBuilder.pack_rows`)
+_FEW_TOKENS = 640
 
 
 #: the work of a level of a walk's array operations, and of a walk's set-up and result, in
@@ -1292,7 +1294,7 @@ class TokenMaskBuilder:
             is_dense[list(jumps)] = True  # their class tokens come as a boolean row
         if is_dense.any():
             in_dense = np.repeat(is_dense, counts)
-            dense = self._dense_rows(np.flatnonzero(is_dense), counts, pos[in_dense], accepting, jumps)
+            dense = self.pack_rows(np.flatnonzero(is_dense), counts, pos[in_dense], accepting, jumps)
             pos = pos[~in_dense]
             counts[is_dense] = 0
             np.cumsum(counts, out=starts[1:])
@@ -1300,55 +1302,67 @@ class TokenMaskBuilder:
             origins, accepting, starts, self._sorted_word.take(pos), self._sorted_bit.take(pos), dense, self
         )
 
-    def _dense_rows(
+    def pack_rows(
         self,
         index: np.ndarray,
         counts: np.ndarray,
         pos: np.ndarray,
         accepting: np.ndarray,
-        jumps: dict[int, ClassJump],
+        jumps: dict[int, ClassJump] | None = None,
     ) -> dict[int, np.ndarray]:
-        """Packed rows of the states ``index`` of a batch, built together.
+        """Packed ``int32 (num_words,)`` rows of several token sets, built together.
 
-        ``pos`` holds their tokens' places in ``sorted_tokens``, state after
-        state (``counts`` of each, indexed by batch position); a state with a
-        class jump gets its ``allowed`` row too, an accepting one the stop
-        tokens. The rows lie in blocks of at most :data:`_DENSE_BLOCK` rows,
-        each on a 64-byte boundary that is not a page start (see
-        :func:`~tokensieve.bitmask.copy_friendly`).
+        Parameters
+        ----------
+        index
+            ``int64 (m,)``: the sets to pack, as positions in ``counts`` and
+            ``accepting``, in order.
+        counts
+            How many tokens each set has (by position).
+        pos
+            The tokens' places in ``sorted_tokens``: those of ``index[0]``,
+            then of ``index[1]``, and so on; no token twice in a set.
+        accepting
+            By position: whether the row gets the stop tokens too.
+        jumps
+            By position, a :class:`ClassJump` whose ``allowed`` row is added.
+
+        Returns
+        -------
+        dict
+            Position -> row. The rows lie in blocks of at most
+            :data:`_DENSE_BLOCK` rows, each on a 64-byte boundary that is not a
+            page start (see :func:`~tokensieve.bitmask.copy_friendly`); a row
+            keeps its block alive.
         """
+        jumps = jumps or {}
         w = self.num_words
         stride = -(-w // 16) * 16
-        m = index.size
+        sizes = counts.take(index)
+        cut = np.zeros(index.size + 1, dtype=np.int64)
+        np.cumsum(sizes, out=cut[1:])
+        sizes_list, cut_list = sizes.tolist(), cut.tolist()
         out: dict[int, np.ndarray] = {}
-        row_of = np.repeat(np.arange(m, dtype=np.int64), counts.take(index))
-        word = self._sorted_word.take(pos) + row_of * stride
-        bit = self._sorted_bit.take(pos)
-        bounds = np.searchsorted(row_of, np.arange(0, m + _DENSE_BLOCK, _DENSE_BLOCK)).tolist()
-        for b, lo in enumerate(range(0, m, _DENSE_BLOCK)):
-            hi = min(m, lo + _DENSE_BLOCK)
-            block = friendly_zeros((hi - lo, stride), np.uint32)
-            a, z = bounds[b], bounds[b + 1]
-            rows = block[:, :w]
-            many = counts.take(index[lo:hi]) * _DENSE_FRACTION > self._num_tokens
-            if many.any():  # packed from a boolean row: faster than adding up their bits
-                cut = np.searchsorted(row_of[a:z], np.arange(hi - lo + 1) + lo) + a
-                for j in np.flatnonzero(many).tolist():
+        for lo in range(0, index.size, _DENSE_BLOCK):
+            members = index[lo : lo + _DENSE_BLOCK].tolist()
+            rows = friendly_zeros((len(members), stride), np.uint32)[:, :w]
+            for j, i in enumerate(members):
+                row = rows[j]
+                size, a = sizes_list[lo + j], cut_list[lo + j]
+                if size > _FEW_TOKENS:  # from a boolean row: faster than adding up many bits
                     allowed = np.zeros(w * 32, dtype=bool)
-                    allowed[self._sorted_tokens.take(pos[cut[j] : cut[j + 1]])] = True
-                    rows[j] = np.packbits(allowed, bitorder="little").view(np.uint32)
-                keep = ~many.take(row_of[a:z] - lo)
-                or_distinct_bits(block.reshape(-1), (word[a:z] - lo * stride)[keep], bit[a:z][keep])
-            else:
-                or_distinct_bits(block.reshape(-1), word[a:z] - lo * stride, bit[a:z])
-            for j, i in enumerate(index[lo:hi].tolist()):
+                    allowed[self._sorted_tokens.take(pos[a : a + size])] = True
+                    row[...] = np.packbits(allowed, bitorder="little").view(np.uint32)
+                elif size:
+                    at = pos[a : a + size]
+                    or_distinct_bits(row, self._sorted_word.take(at), self._sorted_bit.take(at))
                 cj = jumps.get(i)
                 if cj is not None:
-                    rows[j] |= cj.allowed.view(np.uint32)
+                    row |= cj.allowed.view(np.uint32)
                 if accepting[i]:
                     for stop_word, stop_bit in self.stop_pairs:
-                        rows[j, stop_word] |= stop_bit
-                out[i] = rows[j].view(np.int32)
+                        row[stop_word] |= stop_bit
+                out[i] = row.view(np.int32)
         return out
 
     def pack_tokens(self, tokens: np.ndarray, accepting: bool) -> np.ndarray:
