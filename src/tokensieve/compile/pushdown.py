@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from .._arrays import concat_ranges as _ranges
 from .._arrays import sorted_unique
+from .._memo import BoundedMemo
 from ..automata.blank_runs import BLANKS
 from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly, friendly_zeros
@@ -75,6 +77,16 @@ _PRECOMPUTE_BATCH = 256
 #: the work of finding a rule's walk classes, per state, in (trie node, state) pairs of walking
 #: (a few microseconds a state)
 _CLASS_WORK = 30
+#: per vocabulary, the frame walks from the root of rules that grammars share (by the rule
+#: automata of the rules they reach, see :meth:`CompiledPushdownGrammar._root_walks`), at most
+#: this many bytes of masks and escape nodes
+_SHARED_WALK_BYTES = 64 << 20
+_SHARED_WALKS: weakref.WeakKeyDictionary[Any, BoundedMemo[tuple[tuple[Any, ...], np.ndarray, np.ndarray]]] = (
+    weakref.WeakKeyDictionary()
+)
+_SHARED_WALKS_LOCK = threading.Lock()
+#: the walk classes of shared rules (see :func:`walk_classes`), by the same keys
+_SHARED_CLASSES: BoundedMemo[tuple[tuple[Any, ...], np.ndarray]] = BoundedMemo(max_size=16 << 20)
 
 
 class CompiledPushdownGrammar:
@@ -184,6 +196,12 @@ class CompiledPushdownGrammar:
         self._rule_start: list[int] = offsets[:-1].tolist()
         self._walk_reps: dict[int, list[int]] = {}
         self._maybe_empty: list[bool] | None = None  # per rule, on the first shared walk
+        self._shared_keys = _rule_keys(network, self.limits.max_stack_depth)
+        shared = _SHARED_WALKS.get(self._builder)
+        if shared is None:
+            with _SHARED_WALKS_LOCK:
+                shared = _SHARED_WALKS.setdefault(self._builder, BoundedMemo(max_size=_SHARED_WALK_BYTES))
+        self._shared_walks = shared
         # blank-run copies: the first state of each one's chain, and the blanks still allowed
         self._copy_tables: tuple[list[int], list[int]] | None = None
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
@@ -311,9 +329,7 @@ class CompiledPushdownGrammar:
 
             def walk(chunk: np.ndarray) -> None:
                 origins = chunk.tolist()
-                self._keep_root_walks(
-                    origins, self._frame_walks(origins, None, True, _MAX_FRONTIER if len(origins) > 1 else None)
-                )
+                self._keep_root_walks(origins, self._root_walks(origins, _MAX_FRONTIER if len(origins) > 1 else None))
 
             sizes = (_PRECOMPUTE_BATCH, _PREFETCH_PERMISSIVE)
             states = np.array(todo, dtype=np.int64)
@@ -604,13 +620,51 @@ class CompiledPushdownGrammar:
         results = None
         if len(origins) > 1:
             try:
-                results = self._frame_walks(origins, None, True, _MAX_FRONTIER)
+                results = self._root_walks(origins, _MAX_FRONTIER)
             except FrontierTooLarge:
                 results = None
         if results is None:
-            origins, results = [g], self._frame_walks([g], None, True)
+            origins, results = [g], self._root_walks([g], None)
         self._keep_root_walks(origins, results)
         return results[0]
+
+    def _root_walks(
+        self, origins: list[int], max_frontier: int | None
+    ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """The walks of ``origins``' frames from the root, with escape nodes, shared between grammars.
+
+        A frame walk reads only the automata of the rule and of the rules it
+        can call, so it is the same in every grammar whose rules there are the
+        same automata (rule automata are remembered by body and limits, so
+        grammars that share a rule, such as the JSON value of an object's
+        other properties, have the very same arrays; see
+        :func:`~tokensieve.automata.pushdown.compile_grammar_automaton`). Such
+        walks are remembered per vocabulary, by the rules' arrays (held, and
+        compared by identity) and the state within the rule; the others are
+        walked as in :meth:`_frame_walks`, in one walk.
+        """
+        results: list[tuple[np.ndarray, np.ndarray | None] | None] = [None] * len(origins)
+        missing: list[int] = []
+        keys: list[tuple[Any, ...]] = []
+        for i, g in enumerate(origins):
+            r = self._rule_of[g]
+            refs, ident = self._shared_keys[r]
+            key = (ident, g - self._rule_start[r])
+            keys.append(key)
+            hit = self._shared_walks.get(key)
+            if hit is not None and all(a is b for a, b in zip(hit[0], refs, strict=True)):
+                results[i] = (hit[1], hit[2])
+            else:
+                missing.append(i)
+        if missing:
+            walked = self._frame_walks([origins[i] for i in missing], None, True, max_frontier)
+            for i, (mask, escapes) in zip(missing, walked, strict=True):
+                assert escapes is not None
+                escapes.setflags(write=False)
+                results[i] = (mask, escapes)
+                refs = self._shared_keys[self._rule_of[origins[i]]][0]
+                self._shared_walks.put(keys[i], (refs, mask, escapes), _nbytes(mask, escapes))
+        return [res for res in results if res is not None]
 
     def _keep_root_walks(self, origins: list[int], results: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
         """Memoise the walks of ``origins``' frames from the root (as walks and as one-frame levels)."""
@@ -914,15 +968,17 @@ class CompiledPushdownGrammar:
                     bool(net.accepting[c][net.starts[c]]) or bool(net.calls[c][net.starts[c]])
                     for c in range(len(net.names))
                 ]
-            classes = walk_classes(
-                net.transitions[r],
-                net.accepting[r],
-                net.calls[r],
-                self._maybe_empty,
-                int(self._builder.trie.max_depth),
-            )
-            # their cost, as walking work (see TokenMaskBuilder.work_done): about 30 pairs a state
-            self._builder.add_work(_CLASS_WORK * int(classes.size))
+            refs, ident = self._shared_keys[r]
+            depth = int(self._builder.trie.max_depth)
+            known = _SHARED_CLASSES.get((ident, depth))
+            if known is not None and all(a is b for a, b in zip(known[0], refs, strict=True)):
+                classes = known[1]
+            else:
+                classes = walk_classes(net.transitions[r], net.accepting[r], net.calls[r], self._maybe_empty, depth)
+                classes.setflags(write=False)
+                _SHARED_CLASSES.put((ident, depth), (refs, classes), int(classes.nbytes))
+                # their cost, as walking work (see TokenMaskBuilder.work_done): about 30 pairs a state
+                self._builder.add_work(_CLASS_WORK * int(classes.size))
             reps = (classes + self._offsets[r]).tolist()
             self._walk_reps[r] = reps
         return reps[g - self._rule_start[r]]
@@ -947,6 +1003,36 @@ class CompiledPushdownGrammar:
             np.bitwise_or(acc, self._stop_words, out=acc)
         acc.setflags(write=False)
         return acc
+
+
+def _rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+    """Per rule, what its frame walks read: the arrays of the rules it can reach by calls.
+
+    Returns, per rule, the objects (transitions, acceptance and call edges of
+    each rule reached, the rule itself included) and a hashable identity: each
+    reached rule's index, start and the ids of those objects, with the stack
+    bound. The objects are held with anything remembered under the identity,
+    so that an id is not taken by another object while it is in use.
+    """
+    reach: list[set[int]] = []
+    for r in range(len(network.names)):
+        seen = {r}
+        todo = [r]
+        while todo:
+            c = todo.pop()
+            for edges in network.calls[c]:
+                for callee, _ in edges:
+                    if callee not in seen:
+                        seen.add(callee)
+                        todo.append(callee)
+        reach.append(seen)
+    out = []
+    for seen in reach:
+        rules = sorted(seen)
+        refs = tuple(x for c in rules for x in (network.transitions[c], network.accepting[c], network.calls[c]))
+        ident = (max_stack_depth, *((c, int(network.starts[c])) for c in rules), *(id(x) for x in refs))
+        out.append((refs, ident))
+    return out
 
 
 def _nbytes(mask: np.ndarray, nodes: np.ndarray | None) -> int:
