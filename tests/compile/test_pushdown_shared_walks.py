@@ -19,10 +19,13 @@ from tokensieve.grammar.cfg import Grammar
 
 
 def _grammar(root_key: str) -> Grammar:
-    # the rule ``value`` (recursive) is the same in every grammar; the root differs
+    # the rules ``value`` (recursive), ``list`` and ``item`` (calling each other: they reach the same
+    # rules) are the same in every grammar; the root differs
     return Grammar.from_gbnf(
-        f'root ::= "{{" "\\"{root_key}\\":" value "}}"\n'
+        f'root ::= "{{" "\\"{root_key}\\":" value "," list "}}"\n'
         'value ::= "[" (value ("," value)*)? "]" | [0-9]+ | "\\"" [a-z ]* "\\"" | "{" "\\"k\\":" value "}"\n'
+        'list ::= "(" (item (";" item)*)? ")"\n'
+        'item ::= [a-f]+ | "<" list ">"\n'
     )
 
 
@@ -54,7 +57,8 @@ def test_a_shared_rule_is_walked_once_and_as_if_alone(tiny_info, monkeypatch: py
     _forget(monkeypatch)
     first = _compiled("a", tiny_info)
     second = _compiled("bb", tiny_info)
-    assert first.network.transitions[1] is second.network.transitions[1]  # the rule memo shares the arrays
+    for r in range(1, len(first.network.names)):  # the rule memo shares the arrays
+        assert first.network.transitions[r] is second.network.transitions[r]
     a, b = _value_states(first), _value_states(second)
     shared = [(x, y) for x, y in zip(_walks(first, a), _walks(second, b), strict=True) if x[0] is y[0]]
     assert len(shared) > len(a) // 2  # reused, not recomputed
@@ -68,7 +72,8 @@ def test_a_shared_rule_is_walked_once_and_as_if_alone(tiny_info, monkeypatch: py
         assert np.array_equal(m1, m2), g
         assert e1 is not None and e2 is not None and np.array_equal(e1, e2), g
     # the walk classes were shared too
-    assert second._walk_reps[1] == fresh._walk_reps[1]
+    for r in range(1, len(first.network.names)):
+        assert second._walk_reps[r] == fresh._walk_reps[r]
 
 
 def test_walks_are_not_shared_under_another_stack_bound(tiny_info, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1009,9 +1009,9 @@ def _rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[tuple[tuple[A
     """Per rule, what its frame walks read: the arrays of the rules it can reach by calls.
 
     Returns, per rule, the objects (transitions, acceptance and call edges of
-    each rule reached, the rule itself included) and a hashable identity: each
-    reached rule's index, start and the ids of those objects, with the stack
-    bound. The objects are held with anything remembered under the identity,
+    each rule reached, the rule itself included) and a hashable identity: the
+    rule's index, the stack bound, each reached rule's index and start, and the
+    ids of those objects. The objects are held with anything remembered under the identity,
     so that an id is not taken by another object while it is in use.
     """
     reach: list[set[int]] = []
@@ -1027,10 +1027,11 @@ def _rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[tuple[tuple[A
                         todo.append(callee)
         reach.append(seen)
     out = []
-    for seen in reach:
+    for r, seen in enumerate(reach):
         rules = sorted(seen)
         refs = tuple(x for c in rules for x in (network.transitions[c], network.accepting[c], network.calls[c]))
-        ident = (max_stack_depth, *((c, int(network.starts[c])) for c in rules), *(id(x) for x in refs))
+        # the rule itself first: rules that call each other reach the same rules
+        ident = (r, max_stack_depth, *((c, int(network.starts[c])) for c in rules), *(id(x) for x in refs))
         out.append((refs, ident))
     return out
 
