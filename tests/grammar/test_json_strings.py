@@ -342,6 +342,22 @@ def test_json_string_content_of_parsed_regex() -> None:
 
 
 # ------------------------------------------------------------------ lengths
+def test_any_string_content_the_schemas_use() -> None:
+    """The content of a schema's free string (an embedded automaton, built once) against ``json.loads``."""
+    from tokensieve.grammar.json_schema import _lexical as lx
+
+    node = lx.any_string_content()
+    assert lx.any_string_content() is node
+    dfa = ir_to_dfa(node)
+    rng = random.Random(7)
+    for _ in range(300):
+        s = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 6)))
+        for enc in (json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1], random_spelling(s, rng)):
+            assert dfa.accepts(enc.encode()) == (decode(enc) is not None), (s, enc)
+    for text in BROKEN:
+        assert dfa.accepts(text.encode()) == (decode(text) is not None), text
+
+
 @pytest.mark.parametrize(("lo", "hi"), [(0, None), (0, 0), (1, 1), (2, 3), (3, None), (0, 4)])
 def test_length(lo: int, hi: int | None) -> None:
     dfa = ir_to_dfa(json_string_length(lo, hi))
