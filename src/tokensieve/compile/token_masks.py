@@ -111,9 +111,7 @@ _BINCOUNT_MIN = 256
 _BINCOUNT_DENSITY = 8
 #: ... and lists of at most this many by a plain loop
 _LOOP_MAX = 5
-#: dense rows of a batch are built in blocks of this many rows (a block lives while one row is kept)
-_DENSE_BLOCK = 16
-#: a packed row of more tokens than this is made from a boolean row (see :meth:`TokenMaskBuilder.pack_rows`)
+#: a packed row of more tokens than this is made from a boolean row (see :meth:`TokenMaskBuilder._pack_rows`)
 _FEW_TOKENS = 640
 
 
@@ -1294,7 +1292,7 @@ class TokenMaskBuilder:
             is_dense[list(jumps)] = True  # their class tokens come as a boolean row
         if is_dense.any():
             in_dense = np.repeat(is_dense, counts)
-            dense = self.pack_rows(np.flatnonzero(is_dense), counts, pos[in_dense], accepting, jumps)
+            dense = self._pack_rows(np.flatnonzero(is_dense), counts, pos[in_dense], accepting, jumps)
             pos = pos[~in_dense]
             counts[is_dense] = 0
             np.cumsum(counts, out=starts[1:])
@@ -1302,67 +1300,46 @@ class TokenMaskBuilder:
             origins, accepting, starts, self._sorted_word.take(pos), self._sorted_bit.take(pos), dense, self
         )
 
-    def pack_rows(
+    def _pack_rows(
         self,
         index: np.ndarray,
         counts: np.ndarray,
         pos: np.ndarray,
         accepting: np.ndarray,
-        jumps: dict[int, ClassJump] | None = None,
+        jumps: dict[int, ClassJump],
     ) -> dict[int, np.ndarray]:
-        """Packed ``int32 (num_words,)`` rows of several token sets, built together.
+        """Packed ``int32 (num_words,)`` rows of several states of a batch.
 
-        Parameters
-        ----------
-        index
-            ``int64 (m,)``: the sets to pack, as positions in ``counts`` and
-            ``accepting``, in order.
-        counts
-            How many tokens each set has (by position).
-        pos
-            The tokens' places in ``sorted_tokens``: those of ``index[0]``,
-            then of ``index[1]``, and so on; no token twice in a set.
-        accepting
-            By position: whether the row gets the stop tokens too.
-        jumps
-            By position, a :class:`ClassJump` whose ``allowed`` row is added.
-
-        Returns
-        -------
-        dict
-            Position -> row. The rows lie in blocks of at most
-            :data:`_DENSE_BLOCK` rows, each on a 64-byte boundary that is not a
-            page start (see :func:`~tokensieve.bitmask.copy_friendly`); a row
-            keeps its block alive.
+        ``index`` holds the states' positions in the batch; ``pos`` their
+        tokens' places in ``sorted_tokens``, state after state (``counts`` of
+        each, by position; no token twice for a state). A state with a class
+        jump gets its ``allowed`` row too, an accepting one the stop tokens.
+        Each row is made where copies from it are fast
+        (:func:`~tokensieve.bitmask.friendly_zeros`), by the cheaper way for
+        its size: from a boolean row past :data:`_FEW_TOKENS` tokens, from
+        (word, bit) pairs below.
         """
-        jumps = jumps or {}
         w = self.num_words
-        stride = -(-w // 16) * 16
         sizes = counts.take(index)
         cut = np.zeros(index.size + 1, dtype=np.int64)
         np.cumsum(sizes, out=cut[1:])
-        sizes_list, cut_list = sizes.tolist(), cut.tolist()
         out: dict[int, np.ndarray] = {}
-        for lo in range(0, index.size, _DENSE_BLOCK):
-            members = index[lo : lo + _DENSE_BLOCK].tolist()
-            rows = friendly_zeros((len(members), stride), np.uint32)[:, :w]
-            for j, i in enumerate(members):
-                row = rows[j]
-                size, a = sizes_list[lo + j], cut_list[lo + j]
-                if size > _FEW_TOKENS:  # from a boolean row: faster than adding up many bits
-                    allowed = np.zeros(w * 32, dtype=bool)
-                    allowed[self._sorted_tokens.take(pos[a : a + size])] = True
-                    row[...] = np.packbits(allowed, bitorder="little").view(np.uint32)
-                elif size:
-                    at = pos[a : a + size]
-                    or_distinct_bits(row, self._sorted_word.take(at), self._sorted_bit.take(at))
-                cj = jumps.get(i)
-                if cj is not None:
-                    row |= cj.allowed.view(np.uint32)
-                if accepting[i]:
-                    for stop_word, stop_bit in self.stop_pairs:
-                        row[stop_word] |= stop_bit
-                out[i] = row.view(np.int32)
+        for i, size, a in zip(index.tolist(), sizes.tolist(), cut[:-1].tolist(), strict=True):
+            row = friendly_zeros(w, np.uint32)
+            if size > _FEW_TOKENS:
+                allowed = np.zeros(w * 32, dtype=bool)
+                allowed[self._sorted_tokens.take(pos[a : a + size])] = True
+                row[...] = np.packbits(allowed, bitorder="little").view(np.uint32)
+            elif size:
+                at = pos[a : a + size]
+                or_distinct_bits(row, self._sorted_word.take(at), self._sorted_bit.take(at))
+            cj = jumps.get(i)
+            if cj is not None:
+                row |= cj.allowed.view(np.uint32)
+            if accepting[i]:
+                for stop_word, stop_bit in self.stop_pairs:
+                    row[stop_word] |= stop_bit
+            out[i] = row.view(np.int32)
         return out
 
     def pack_tokens(self, tokens: np.ndarray, accepting: bool) -> np.ndarray:
