@@ -103,3 +103,21 @@ def test_an_entry_for_other_arrays_is_not_used(tiny_info, monkeypatch: pytest.Mo
     memo.put(key, (copies, np.zeros_like(mask), escapes))
     again = CompiledPushdownGrammar(first.network, first.tokenizer_info, first.limits)
     assert np.array_equal(again._walk(g, None)[0], mask)
+
+
+def test_remembered_walks_do_not_keep_a_rule_alive(tiny_info, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo counts masks, not the rules' tables: an entry holds a table weakly."""
+    import gc
+
+    from tokensieve.automata import pushdown as automata_pushdown
+
+    _forget(monkeypatch)
+    monkeypatch.setattr(automata_pushdown, "_RULE_AUTOMATA", pushdown.BoundedMemo(max_entries=0))
+    first = _compiled("a", tiny_info)
+    r = first.network.names.index("value")
+    table = weakref.ref(first.network.transitions[r])
+    memo = pushdown._SHARED_WALKS[first._builder]
+    assert memo.get((first._shared_keys[r][1], 0)) is not None
+    del first
+    gc.collect()
+    assert table() is None

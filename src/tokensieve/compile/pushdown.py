@@ -652,7 +652,7 @@ class CompiledPushdownGrammar:
             key = (ident, g - self._rule_start[r])
             keys.append(key)
             hit = self._shared_walks.get(key)
-            if hit is not None and all(a is b for a, b in zip(hit[0], refs, strict=True)):
+            if hit is not None and _same_objects(hit[0], refs):
                 results[i] = (hit[1], hit[2])
             else:
                 missing.append(i)
@@ -663,7 +663,7 @@ class CompiledPushdownGrammar:
                 escapes.setflags(write=False)
                 results[i] = (mask, escapes)
                 refs = self._shared_keys[self._rule_of[origins[i]]][0]
-                self._shared_walks.put(keys[i], (refs, mask, escapes), _nbytes(mask, escapes))
+                self._shared_walks.put(keys[i], (_held(refs), mask, escapes), _nbytes(mask, escapes))
         return [res for res in results if res is not None]
 
     def _keep_root_walks(self, origins: list[int], results: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
@@ -971,12 +971,12 @@ class CompiledPushdownGrammar:
             refs, ident = self._shared_keys[r]
             depth = int(self._builder.trie.max_depth)
             known = _SHARED_CLASSES.get((ident, depth))
-            if known is not None and all(a is b for a, b in zip(known[0], refs, strict=True)):
+            if known is not None and _same_objects(known[0], refs):
                 classes = known[1]
             else:
                 classes = walk_classes(net.transitions[r], net.accepting[r], net.calls[r], self._maybe_empty, depth)
                 classes.setflags(write=False)
-                _SHARED_CLASSES.put((ident, depth), (refs, classes), int(classes.nbytes))
+                _SHARED_CLASSES.put((ident, depth), (_held(refs), classes), int(classes.nbytes))
                 # their cost, as walking work (see TokenMaskBuilder.work_done): about 30 pairs a state
                 self._builder.add_work(_CLASS_WORK * int(classes.size))
             reps = (classes + self._offsets[r]).tolist()
@@ -1011,8 +1011,9 @@ def _rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[tuple[tuple[A
     Returns, per rule, the objects (transitions, acceptance and call edges of
     each rule reached, the rule itself included) and a hashable identity: the
     rule's index, the stack bound, each reached rule's index and start, and the
-    ids of those objects. The objects are held with anything remembered under the identity,
-    so that an id is not taken by another object while it is in use.
+    ids of those objects. What is remembered under the identity holds the
+    objects too (see :func:`_held`) and is used only while they are the same
+    objects, so an id taken over by another object matches nothing.
     """
     reach: list[set[int]] = []
     for r in range(len(network.names)):
@@ -1034,6 +1035,23 @@ def _rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[tuple[tuple[A
         ident = (r, max_stack_depth, *((c, int(network.starts[c])) for c in rules), *(id(x) for x in refs))
         out.append((refs, ident))
     return out
+
+
+def _held(objects: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``objects`` as a memo entry holds them: arrays by weak reference, the rest as they are.
+
+    A remembered walk must not keep a rule's table alive (tens of megabytes for
+    a large rule, against the kilobytes the memo counts); once the table is
+    gone the entry matches nothing.
+    """
+    return tuple(weakref.ref(x) if isinstance(x, np.ndarray) else x for x in objects)
+
+
+def _same_objects(held: tuple[Any, ...], objects: tuple[Any, ...]) -> bool:
+    """Whether a memo entry's ``held`` objects (see :func:`_held`) are ``objects`` themselves."""
+    return all(
+        (h() if isinstance(h, weakref.ref) else h) is x for h, x in zip(held, objects, strict=True)
+    )
 
 
 def _nbytes(mask: np.ndarray, nodes: np.ndarray | None) -> int:
