@@ -93,7 +93,7 @@ def test_an_entry_for_other_arrays_is_not_used(tiny_info, monkeypatch: pytest.Mo
     first = _compiled("a", tiny_info)
     g = _value_states(first)[0]
     r = first._rule_of[g]
-    refs, ident = first._shared_keys[r]
+    refs, _, ident = first._shared_keys[r]
     memo = pushdown._SHARED_WALKS[first._builder]
     key = (ident, g - first._rule_start[r])
     mask, escapes = first._walk(g, None)
@@ -117,7 +117,7 @@ def test_remembered_walks_do_not_keep_a_rule_alive(tiny_info, monkeypatch: pytes
     r = first.network.names.index("value")
     table = weakref.ref(first.network.transitions[r])
     memo = pushdown._SHARED_WALKS[first._builder]
-    assert memo.get((first._shared_keys[r][1], 0)) is not None
+    assert memo.get((first._shared_keys[r][2], 0)) is not None
     del first
     gc.collect()
     assert table() is None

@@ -648,7 +648,7 @@ class CompiledPushdownGrammar:
         keys: list[tuple[Any, ...]] = []
         for i, g in enumerate(origins):
             r = self._rule_of[g]
-            refs, ident = self._shared_keys[r]
+            refs, _, ident = self._shared_keys[r]
             key = (ident, g - self._rule_start[r])
             keys.append(key)
             hit = self._shared_walks.get(key)
@@ -662,8 +662,8 @@ class CompiledPushdownGrammar:
                 assert escapes is not None
                 escapes.setflags(write=False)
                 results[i] = (mask, escapes)
-                refs = self._shared_keys[self._rule_of[origins[i]]][0]
-                self._shared_walks.put(keys[i], (_held(refs), mask, escapes), _nbytes(mask, escapes))
+                held = self._shared_keys[self._rule_of[origins[i]]][1]
+                self._shared_walks.put(keys[i], (held, mask, escapes), _nbytes(mask, escapes))
         return [res for res in results if res is not None]
 
     def _keep_root_walks(self, origins: list[int], results: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
@@ -968,7 +968,7 @@ class CompiledPushdownGrammar:
                     bool(net.accepting[c][net.starts[c]]) or bool(net.calls[c][net.starts[c]])
                     for c in range(len(net.names))
                 ]
-            refs, ident = self._shared_keys[r]
+            refs, held, ident = self._shared_keys[r]
             depth = int(self._builder.trie.max_depth)
             known = _SHARED_CLASSES.get((ident, depth))
             if known is not None and _same_objects(known[0], refs):
@@ -976,7 +976,7 @@ class CompiledPushdownGrammar:
             else:
                 classes = walk_classes(net.transitions[r], net.accepting[r], net.calls[r], self._maybe_empty, depth)
                 classes.setflags(write=False)
-                _SHARED_CLASSES.put((ident, depth), (_held(refs), classes), int(classes.nbytes))
+                _SHARED_CLASSES.put((ident, depth), (held, classes), int(classes.nbytes))
                 # their cost, as walking work (see TokenMaskBuilder.work_done): about 30 pairs a state
                 self._builder.add_work(_CLASS_WORK * int(classes.size))
             reps = (classes + self._offsets[r]).tolist()
@@ -1005,35 +1005,34 @@ class CompiledPushdownGrammar:
         return acc
 
 
-def _rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+def _rule_keys(
+    network: RuleNetwork, max_stack_depth: int
+) -> list[tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]]:
     """Per rule, what its frame walks read: the arrays of the rules it can reach by calls.
 
     Returns, per rule, the objects (transitions, acceptance and call edges of
-    each rule reached, the rule itself included) and a hashable identity: the
-    rule's index, the stack bound, each reached rule's index and start, and the
-    ids of those objects. What is remembered under the identity holds the
-    objects too (see :func:`_held`) and is used only while they are the same
-    objects, so an id taken over by another object matches nothing.
+    each rule reached, the rule itself included), those objects as a memo
+    entry holds them (see :func:`_held`), and a hashable identity: the rule's
+    index, the stack bound, each reached rule's index and start, and the ids
+    of those objects. What is remembered under the identity is used only while
+    it holds the same objects, so an id taken over by another object matches
+    nothing.
     """
-    reach: list[set[int]] = []
+    # each rule's own callees, read off its states' call edges once
+    callees = [{callee for edges in rule_calls for callee, _ in edges} for rule_calls in network.calls]
+    out = []
     for r in range(len(network.names)):
         seen = {r}
         todo = [r]
         while todo:
-            c = todo.pop()
-            for edges in network.calls[c]:
-                for callee, _ in edges:
-                    if callee not in seen:
-                        seen.add(callee)
-                        todo.append(callee)
-        reach.append(seen)
-    out = []
-    for r, seen in enumerate(reach):
+            for callee in callees[todo.pop()] - seen:
+                seen.add(callee)
+                todo.append(callee)
         rules = sorted(seen)
         refs = tuple(x for c in rules for x in (network.transitions[c], network.accepting[c], network.calls[c]))
         # the rule itself first: rules that call each other reach the same rules
         ident = (r, max_stack_depth, *((c, int(network.starts[c])) for c in rules), *(id(x) for x in refs))
-        out.append((refs, ident))
+        out.append((refs, _held(refs), ident))
     return out
 
 
