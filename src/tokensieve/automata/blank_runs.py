@@ -35,10 +35,23 @@ from ..limits import Limits
 from .counted import cached_counted_repeat
 from .dfa import ByteDFA
 
-__all__ = ["BLANK", "BLANKS", "BlankChains", "CopyRows", "RunsNotCountable", "blank_run", "bound_blank_runs"]
+__all__ = [
+    "BLANK",
+    "BLANKS",
+    "IS_BLANK",
+    "BlankChains",
+    "CopyRows",
+    "RunsNotCountable",
+    "blank_run",
+    "bound_blank_runs",
+]
 
 #: the JSON blanks: tab, line feed, carriage return, space
 BLANKS = np.array([0x09, 0x0A, 0x0D, 0x20], dtype=np.intp)
+#: ``bool (256,)``: whether each byte is a JSON blank (read-only)
+IS_BLANK = np.zeros(256, dtype=bool)
+IS_BLANK[BLANKS] = True
+IS_BLANK.setflags(write=False)
 #: one JSON blank, as an IR node
 BLANK = byte_class([(b, b) for b in BLANKS.tolist()])
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..automata.blank_runs import BLANKS
+from ..automata.blank_runs import BLANKS, IS_BLANK
 from .token_masks import or_distinct_bits
 
 if TYPE_CHECKING:
@@ -111,15 +111,13 @@ class LeadingBlanks:
         known = self._nodes
         if known is not None and known[0] is trie:
             return known[1]
-        is_blank = np.zeros(256, dtype=bool)
-        is_blank[BLANKS] = True
         lead = np.zeros(trie.num_nodes, dtype=np.int16)
         parent, byte = trie.node_parent, trie.node_byte
         for depth in range(1, trie.max_depth + 1):
             nodes = trie.nodes_at_depth(depth)
             before = lead.take(parent.take(nodes))
             # a path all blanks so far (run == depth - 1) goes on with another blank
-            lead[nodes] = before + ((before == depth - 1) & is_blank.take(byte.take(nodes)))
+            lead[nodes] = before + ((before == depth - 1) & IS_BLANK.take(byte.take(nodes)))
         lead.setflags(write=False)
         self._nodes = (trie, lead)
         return lead

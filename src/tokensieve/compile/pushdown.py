@@ -32,7 +32,7 @@ import numpy as np
 from .._arrays import concat_ranges as _ranges
 from .._arrays import sorted_unique
 from .._memo import BoundedMemo
-from ..automata.blank_runs import BLANKS
+from ..automata.blank_runs import BLANKS, IS_BLANK
 from ..automata.pushdown import RuleNetwork
 from ..bitmask import copy_friendly, friendly_zeros
 from ..errors import LimitExceeded
@@ -874,8 +874,7 @@ class CompiledPushdownGrammar:
         src = np.flatnonzero(link >= 0)
         if src.size and self._builder.leading_blanks is not None:
             dst = link.take(src)
-            other = np.ones(256, dtype=bool)
-            other[BLANKS] = False
+            other = ~IS_BLANK
             accept = np.array(self._gaccept, dtype=bool)
             same = (trans[src][:, other] == trans[dst][:, other]).all(axis=1)
             same &= accept.take(src) == accept.take(dst)

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._arrays import concat_ranges as _ranges
-from ..automata.blank_runs import BLANKS, BlankChains, CopyRows
+from ..automata.blank_runs import IS_BLANK, BlankChains, CopyRows
 from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
 from .char_chains import PLAIN_SET, chain_lengths, class_chains, node_chain_needs, node_suffix_needs
@@ -250,7 +250,7 @@ def _edges_with_copies(flat: np.ndarray, chains: BlankChains) -> tuple[np.ndarra
     per_copy = np.repeat(deg.take(places), most)
     pos = at.take(_ranges(np.repeat(start.take(places), most), per_copy))  # the places' edges, in the table
     number = np.repeat(np.tile(np.arange(1, most + 1, dtype=np.int64), places.size), per_copy)
-    blank = _IS_BLANK.take(pos & 255)
+    blank = IS_BLANK.take(pos & 255)
     keep = ~(blank & (number == most))
     c_src = np.repeat(np.arange(first, chains.end, dtype=np.int64), per_copy)[keep]
     pos, number, blank = pos[keep], number[keep], blank[keep]
@@ -267,9 +267,6 @@ def _edges_with_copies(flat: np.ndarray, chains: BlankChains) -> tuple[np.ndarra
     src[n:] = c_src
     return src, byte, target
 
-
-_IS_BLANK = np.zeros(256, dtype=bool)
-_IS_BLANK[BLANKS] = True
 
 
 class AutomatonView:
