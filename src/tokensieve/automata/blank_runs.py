@@ -237,7 +237,7 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     if most == 0:
         out[:num_states, BLANKS] = np.where(to_place, -1, on_blanks)
         out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
-        return ByteDFA(out, np.asarray(dfa.accepting, dtype=bool), dfa.start)
+        return ByteDFA(out, np.asarray(dfa.accepting, dtype=bool), dfa.start, layer_copies=dfa.layer_copies)
     # every blank into a place reads the run's next blank
     out[:num_states, BLANKS] = np.where(to_place, first_copy.take(target), on_blanks)
     copies = out[num_states:].reshape(places.size, most, 256)
@@ -249,4 +249,12 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
     places.setflags(write=False)
     out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
     chains = BlankChains(num_states, most, places)
-    return ByteDFA(out, np.concatenate([accepting, np.repeat(accepting[places], most)]), dfa.start, blank_chains=chains)
+    # the states of counted repetitions keep their numbers (and a copy of a place is never one)
+    layered = None if dfa.layer_copies is None else dfa.layer_copies.padded(total)
+    return ByteDFA(
+        out,
+        np.concatenate([accepting, np.repeat(accepting[places], most)]),
+        dfa.start,
+        blank_chains=chains,
+        layer_copies=layered,
+    )

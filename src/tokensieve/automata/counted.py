@@ -19,6 +19,7 @@ from ..grammar.ir import Automaton, Node
 from ..limits import Limits
 from .build import ir_to_dfa
 from .dfa import ByteDFA
+from .layers import Layers, mark_layered
 from .ops import dfa_to_ir
 
 __all__ = ["counted_repeat"]
@@ -101,7 +102,10 @@ def _counted(unit: ByteDFA, min_count: int, max_count: int | None, limits: Limit
     acc = np.zeros(total, dtype=np.uint8)
     first = min_count * width
     acc[first::width] = 1
-    return Automaton(total, 0, acc.tobytes(), np.concatenate(parts).astype("<i4").tobytes())
+    node = Automaton(total, 0, acc.tobytes(), np.concatenate(parts).astype("<i4").tobytes())
+    if max_count is not None:
+        mark_layered(node, Layers(width, min_count, max_count))
+    return node
 
 
 @lru_cache(maxsize=128)

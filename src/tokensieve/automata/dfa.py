@@ -9,6 +9,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .blank_runs import BlankChains
+    from .layers import LayerCopies
 
 __all__ = ["ByteDFA"]
 
@@ -47,6 +48,10 @@ class ByteDFA:
         which makes them). The masks of those states are derived from their
         place's (:mod:`tokensieve.compile.blank_copies`), so only the maker of
         the table may give it.
+    layer_copies
+        Optional, with a table: the states of spliced counted repetitions
+        whose masks are derived from a state of an earlier layer (see
+        :mod:`~tokensieve.automata.layers`); likewise only for the table's maker.
 
     Notes
     -----
@@ -57,13 +62,14 @@ class ByteDFA:
     token-mask walk never need it.
     """
 
-    __slots__ = ("_transitions", "accepting", "start", "edges", "_num_states", "blank_chains")
+    __slots__ = ("_transitions", "accepting", "start", "edges", "_num_states", "blank_chains", "layer_copies")
     _transitions: np.ndarray | None
     accepting: np.ndarray
     start: int
     edges: Edges | None
     _num_states: int
     blank_chains: BlankChains | None
+    layer_copies: LayerCopies | None
 
     def __init__(
         self,
@@ -72,6 +78,7 @@ class ByteDFA:
         start: int,
         edges: Edges | None = None,
         blank_chains: BlankChains | None = None,
+        layer_copies: LayerCopies | None = None,
     ) -> None:
         trans = np.ascontiguousarray(transitions, dtype=np.int32)
         if trans.ndim != 2 or trans.shape[1] != 256:
@@ -81,8 +88,11 @@ class ByteDFA:
         trans.setflags(write=False)
         if blank_chains is not None and blank_chains.end > trans.shape[0]:
             raise ValueError(f"blank chains up to state {blank_chains.end - 1} in an automaton of {trans.shape[0]}")
+        if layer_copies is not None and layer_copies.base.shape != (trans.shape[0],):
+            raise ValueError(f"layer copies of {layer_copies.base.size} states in an automaton of {trans.shape[0]}")
         self._init(trans.shape[0], trans, accepting, start, edges)
         object.__setattr__(self, "blank_chains", blank_chains)
+        object.__setattr__(self, "layer_copies", layer_copies)
 
     @classmethod
     def from_edges(cls, num_states: int, edges: Edges, accepting: np.ndarray, start: int) -> ByteDFA:
@@ -93,6 +103,7 @@ class ByteDFA:
         self = cls.__new__(cls)
         self._init(int(num_states), None, accepting, start, edges)
         object.__setattr__(self, "blank_chains", None)
+        object.__setattr__(self, "layer_copies", None)
         return self
 
     def _init(
@@ -133,7 +144,10 @@ class ByteDFA:
     def __reduce__(self) -> tuple[Any, ...]:
         if self._transitions is None:
             return (_from_edges, (self._num_states, self.edges, self.accepting, self.start))
-        return (ByteDFA, (self._transitions, self.accepting, self.start, self.edges, self.blank_chains))
+        return (
+            ByteDFA,
+            (self._transitions, self.accepting, self.start, self.edges, self.blank_chains, self.layer_copies),
+        )
 
     @property
     def transitions(self) -> np.ndarray:

@@ -56,6 +56,7 @@ from ..grammar.ir import (
 from ..limits import Limits
 from .determinize import _search
 from .dfa import ByteDFA
+from .layers import LayerCopies, Unit, layers_of
 from .nfa import automaton_edges, automaton_runs
 
 __all__ = ["SPLICE_MIN_STATES", "SplicePlan", "plan_splice", "splice"]
@@ -220,6 +221,10 @@ class _Copyable:
     ends: np.ndarray
     #: ``bool (256,)``: the bytes read by some accepting state of the automaton (left out or not)
     end_bytes: np.ndarray
+    #: for an automaton built by layers: the unit, and ``(states, bases, rooms, places)`` of the
+    #: states whose masks are derived (numbered in the copy; see :mod:`.layers`)
+    unit: Unit | None = None
+    derived: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def _copyable(node: Automaton) -> _Copyable:
@@ -255,7 +260,14 @@ def _copyable(node: Automaton) -> _Copyable:
     ends = np.flatnonzero(acc[keep])
     for array in (cells, targets, first, ends, end_bytes):
         array.setflags(write=False)
-    got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes)
+    unit, derived = None, None
+    layers = layers_of(node)
+    if layers is not None:
+        states, bases, rooms, places = layers.derived(n)
+        if states.size and (keep.take(states).all() and keep.take(bases).all()):
+            unit = Unit.of(node, layers)
+            derived = (local.take(states), local.take(bases), rooms, places)
+    got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes, unit, derived)
     size = cells.nbytes + targets.nbytes + end_bytes.nbytes
     if size <= _COPYABLE_BYTES // 4:
         _copyables.put(node, got, size)
@@ -385,7 +397,43 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
                 np.copyto(row, first, where=first >= 0)
     out.setflags(write=False)
     acc_out.setflags(write=False)
-    return ByteDFA(out, acc_out, int(new[skeleton.start]))
+    layered = _layer_copies(total, tables, copy_auto, live, bases)
+    return ByteDFA(out, acc_out, int(new[skeleton.start]), layer_copies=layered)
+
+
+def _layer_copies(
+    total: int, tables: list[_Copyable], copy_auto: list[int], live: np.ndarray, bases: np.ndarray
+) -> LayerCopies | None:
+    """The states of the copies of layered automata whose masks are derived (see :mod:`.layers`), or ``None``.
+
+    Every boundary of a copy from its base layer on takes the same
+    continuation (the copy's, merged into all its accepting states), which is
+    what the derivation needs.
+    """
+    copies = [c for c in np.flatnonzero(live).tolist() if tables[copy_auto[c]].derived is not None]
+    if not copies:
+        return None
+    base = np.full(total, -1, dtype=np.int32)
+    room = np.zeros(total, dtype=np.int32)
+    place = np.zeros(total, dtype=np.int16)
+    unit = np.zeros(total, dtype=np.int16)
+    units: dict[bytes, int] = {}
+    found: list[Unit] = []
+    for c in copies:
+        piece = tables[copy_auto[c]]
+        assert piece.derived is not None and piece.unit is not None
+        states, bases_in_copy, rooms, places = piece.derived
+        at = states + int(bases[c])
+        base[at] = bases_in_copy + int(bases[c])
+        room[at] = rooms
+        place[at] = places
+        k = units.setdefault(piece.unit.key, len(found))
+        if k == len(found):
+            found.append(piece.unit)
+        unit[at] = k
+    for array in (base, room, place, unit):
+        array.setflags(write=False)
+    return LayerCopies(base, room, place, unit, tuple(found))
 
 
 def _clashes(

@@ -20,14 +20,13 @@ where the token's text is a blank).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..automata.blank_runs import BLANKS, IS_BLANK
-from .token_masks import or_distinct_bits
+from .count_rows import CountRows
 
 if TYPE_CHECKING:
     from ..vocab.trie import TokenTrie
@@ -62,21 +61,11 @@ class LeadingBlanks:
         )
         special = np.fromiter((int(t) for t in special_token_ids), dtype=np.int64)
         lead[special[(special >= 0) & (special < lead.size)]] = 0
+        self._by_run = CountRows(lead, num_words)
         #: the longest leading run of blanks of any token (0 for none)
-        self.longest = int(lead.max(initial=0))
-        order = np.argsort(-lead, kind="stable")
-        order = order[lead.take(order) > 0]
-        # tokens with a leading blank, longest run first: those with a run longer than n are a prefix
-        self._ids = order
-        self._descending = lead.take(order)
-        # the distinct run lengths (0 included): the tokens over ``run`` are those over the
-        # longest of them that is at most ``run``, so one row per distinct length will do
-        self._lengths = np.unique(np.concatenate([[0], self._descending]))
-        self._num_words = num_words
-        self._rows: dict[int, np.ndarray] = {}
+        self.longest = self._by_run.longest
         self._nodes: tuple[TokenTrie, np.ndarray] | None = None
-        self._lock = threading.Lock()
-        for run in self._lengths[:_EAGER_ROWS].tolist():  # the runs of most tokens: the costly rows
+        for run in self._by_run.distinct[:_EAGER_ROWS].tolist():  # the runs of most tokens: the costly rows
             self.at_most(run)
 
     def at_most(self, run: int) -> np.ndarray | None:
@@ -86,22 +75,7 @@ class LeadingBlanks:
         distinct run length, read-only; the words past the vocabulary's end
         are set.
         """
-        if run >= self.longest:
-            return None
-        at = int(np.searchsorted(self._lengths, run, side="right")) - 1  # the longest length <= run
-        row = self._rows.get(at)
-        if row is None:
-            # the prefix of tokens (sorted by decreasing run) whose run is longer than ``run``
-            count = int(np.searchsorted(-self._descending, -run, side="left"))
-            ids = self._ids[:count]
-            over = np.zeros(self._num_words, dtype=np.int32)
-            bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
-            or_distinct_bits(over, ids >> 5, bits)
-            row = np.invert(over)
-            row.setflags(write=False)
-            with self._lock:
-                row = self._rows.setdefault(at, row)
-        return row
+        return self._by_run.at_most(run)
 
     def of_nodes(self, trie: TokenTrie) -> np.ndarray:
         """``int16 (num_nodes,)``: the leading run of blanks of every trie node's path.
@@ -125,4 +99,4 @@ class LeadingBlanks:
     @property
     def nbytes(self) -> int:
         """Bytes held by the memoised rows and the sorted tokens."""
-        return int(self._ids.nbytes + self._descending.nbytes + sum(r.nbytes for r in self._rows.values()))
+        return self._by_run.nbytes

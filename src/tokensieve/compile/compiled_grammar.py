@@ -14,11 +14,13 @@ from ..bitmask import copy_friendly, friendly_zeros
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
+from .unit_needs import unit_needs_for
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
     from ..automata.blank_runs import BlankChains
+    from ..automata.layers import LayerCopies
     from ..vocab import TokenizerInfo
 
 __all__ = ["CompiledGrammar"]
@@ -106,6 +108,8 @@ class CompiledGrammar:
         num_states = dfa.num_states
         # the states counting a run of blanks: their masks come from their place's (see blank_copies)
         self._chains: BlankChains | None = dfa.blank_chains if self._transitions is not None else None
+        # the later layers of counted strings: their masks come from their base layer's (see unit_needs)
+        self._layers: LayerCopies | None = dfa.layer_copies if self._transitions is not None else None
         self._view: AutomatonView | None = None
         # packed masks, least recently stored first
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -199,12 +203,11 @@ class CompiledGrammar:
         mask = self._masks.get(state)
         if mask is not None:
             return mask
-        place, left = self._copy_of(state)
+        place, keep = self._derived_from(state)
         if place >= 0:
             base = self.token_mask(place)
-            keep = self._leading_blanks(left)
             if keep is None:
-                return base  # no token has a longer run of blanks: the place's mask itself
+                return base  # no token needs more room than the state has: its base's mask itself
             mask = np.bitwise_and(base, keep, out=friendly_zeros(base.shape[0]))
             mask.setflags(write=False)
             self._store(state, mask, friendly=True)
@@ -277,9 +280,8 @@ class CompiledGrammar:
         """
         mask = self._masks.get(state)
         if mask is None:
-            place, left = self._copy_of(state)
-            if place >= 0:  # the place's mask less the tokens with too long a run of blanks
-                keep = self._leading_blanks(left)
+            place, keep = self._derived_from(state)
+            if place >= 0:  # the base's mask less the tokens that need more room
                 base = self._masks.get(place)
                 if base is None:
                     self.fill_row(place, row)
@@ -315,24 +317,45 @@ class CompiledGrammar:
         self._pack_ahead(state)
         return True
 
-    def _copy_of(self, state: int) -> tuple[int, int]:
-        """The place of ``state`` and the blanks it still allows if it counts a run of blanks, else ``(-1, 0)``."""
-        chains = self._chains
-        if chains is None or state < chains.first:
-            return -1, 0
-        return chains.copy_of(state)
+    def _derived_from(self, state: int) -> tuple[int, np.ndarray | None]:
+        """``(base, row)`` when ``state``'s mask is ``base``'s ANDed with ``row`` (``None``: ``base``'s as it is);
+        ``(-1, None)`` when it is walked.
 
-    def _leading_blanks(self, run: int) -> np.ndarray | None:
-        """The packed mask of the tokens with at most ``run`` leading blanks (``None``: every token)."""
-        leading = self._builder.leading_blanks
-        assert leading is not None  # set by mask_builder_for
-        return leading.at_most(run)
+        A copy of a layout place keeps its place's tokens whose leading run of
+        blanks it still allows (:mod:`.blank_copies`); a later layer of a
+        counted string, its base layer's tokens that begin no more units than
+        it has room for (:mod:`.unit_needs`).
+        """
+        chains = self._chains
+        if chains is not None and state >= chains.first:
+            place, left = chains.copy_of(state)
+            if place >= 0:
+                leading = self._builder.leading_blanks
+                assert leading is not None  # set by mask_builder_for
+                return place, leading.at_most(left)
+        layers = self._layers
+        if layers is not None:
+            base = int(layers.base[state])
+            if base >= 0:
+                needs = unit_needs_for(self._builder, layers.units[int(layers.unit[state])])
+                return base, needs.at_most(int(layers.place[state]), int(layers.room[state]))
+        return -1, None
+
+    def _is_derived(self, state: int) -> bool:
+        """Whether ``state``'s mask is derived from another's (see :meth:`_derived_from`)."""
+        chains, layers = self._chains, self._layers
+        return bool(
+            (chains is not None and chains.first <= state < chains.end)
+            or (layers is not None and layers.base[state] >= 0)
+        )
 
     def _walked_for(self, states: np.ndarray) -> np.ndarray:
-        """The state whose walk gives the mask of each of ``states`` (``int64``): a copy's place, a class's
-        representative."""
+        """The state whose walk gives the mask of each of ``states`` (``int64``): a copy's place, a later
+        layer's base, a class's representative."""
         if self._chains is not None:
             states = self._chains.places_of(states)
+        if self._layers is not None:
+            states = self._layers.bases_of(states)
         reps = self._reps
         return states if reps is None else reps.take(states)
 
@@ -496,7 +519,7 @@ class CompiledGrammar:
         else:
             todo = sorted_unique(np.fromiter((int(s) for s in states), dtype=np.int64))
         self._representatives()
-        if self._reps is not None or self._chains is not None:
+        if self._reps is not None or self._chains is not None or self._layers is not None:
             todo = sorted_unique(self._walked_for(todo))  # the other states derive their masks on first use
         todo = todo[~self._known[todo]]
         if not todo.size:
@@ -550,8 +573,6 @@ class CompiledGrammar:
         """
         view = self.automaton
         permissive, known = view.permissive, self._known
-        chains = self._chains
-        copies = range(chains.first, chains.end) if chains is not None else range(0)
         out = [state]
         seen = {state}
         loose = int(permissive[state])
@@ -569,7 +590,7 @@ class CompiledGrammar:
             nxt.sort()
             frontier = nxt
             for r in nxt:
-                if known[r] or r in copies:  # a copy's mask comes from its place's
+                if known[r] or self._is_derived(r):  # its mask comes from another's
                     continue
                 if permissive[r]:
                     if loose >= _PREFETCH_PERMISSIVE:

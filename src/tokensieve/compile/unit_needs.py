@@ -1,0 +1,123 @@
+"""Masks of the later layers of a counted repetition, derived from their base layer's.
+
+In a spliced counted repetition (a JSON string of at most ``n`` characters;
+see :mod:`tokensieve.automata.layers`) a state past the base layer allows the
+base state's tokens less those that begin more units (characters) than it has
+room for. How many units a token begins depends only on the token and on the
+place in the unit it is read from: running the unit in a loop over the
+token's bytes, every byte read from place 0 begins one, until the token leaves
+the repetition (a byte place 0 does not read, such as the closing quote) or
+ends. So, per vocabulary, unit and place, once: that count for every token
+(one pass over the token trie, all places at once), and packed rows of the
+tokens whose count is at most each room (:class:`~.count_rows.CountRows`).
+A derived state's mask is then one AND, with no walk of its own.
+
+Special and stop tokens count 0: they are never cleared (the base state's
+mask has the same stop bits, since both accept or not alike).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .count_rows import CountRows
+
+if TYPE_CHECKING:
+    from ..automata.layers import Unit
+    from ..vocab.trie import TokenTrie
+    from .token_masks import TokenMaskBuilder
+
+__all__ = ["UnitNeeds", "unit_counts", "unit_needs_for"]
+
+
+def unit_counts(trie: TokenTrie, table: np.ndarray) -> np.ndarray:
+    """``int16 (width, T)``: the units each token of the trie begins from each place (tokens by trie order).
+
+    Parameters
+    ----------
+    trie
+        The vocabulary's token trie (its tokens in ``trie.sorted_tokens`` order).
+    table
+        ``(width, 256)`` place after each byte (-1: none), place 0 between units.
+    """
+    width = int(table.shape[0])
+    unit = np.asarray(table, dtype=np.int16)
+    terminal = trie.token_terminal_sorted.astype(np.int64)
+    token_depth = trie.node_depth.take(terminal)
+    by_depth = np.argsort(token_depth, kind="stable")
+    bounds = np.searchsorted(token_depth.take(by_depth), np.arange(trie.max_depth + 2))
+    out = np.zeros((width, terminal.size), dtype=np.int16)
+    pos = np.zeros(trie.num_nodes, dtype=np.int64)  # each node's index in its level
+    place = np.arange(width, dtype=np.int16)[None, :]  # the root: every place, nothing begun
+    begun = np.zeros((1, width), dtype=np.int16)
+    for depth in range(1, trie.max_depth + 1):
+        nodes = trie.nodes_at_depth(depth).astype(np.int64)
+        if not nodes.size:
+            break
+        pos[nodes] = np.arange(nodes.size)
+        up = pos.take(trie.node_parent.take(nodes).astype(np.int64))
+        before = place.take(up, axis=0)
+        after = unit[np.maximum(before, 0), trie.node_byte.take(nodes).astype(np.intp)[:, None]]
+        after[before < 0] = -1  # left the repetition (or dead) before: stays so
+        begun = begun.take(up, axis=0) + ((before == 0) & (after >= 0))
+        place = after
+        tokens = by_depth[bounds[depth] : bounds[depth + 1]]
+        if tokens.size:
+            out[:, tokens] = begun.take(pos.take(terminal.take(tokens)), axis=0).T
+    return out
+
+
+class UnitNeeds:
+    """A vocabulary's tokens by the units of one repetition they begin, per place.
+
+    Parameters
+    ----------
+    trie
+        The vocabulary's token trie (special and stop tokens are not in it).
+    unit
+        The repetition's unit.
+    vocab_size, num_words
+        Width of a mask in tokens and in ``int32`` words.
+    """
+
+    def __init__(self, trie: TokenTrie, unit: Unit, vocab_size: int, num_words: int) -> None:
+        counts = unit_counts(trie, unit.table)
+        self._rows: list[CountRows] = []
+        ids = trie.sorted_tokens.astype(np.int64)
+        for per_token in counts:
+            full = np.zeros(vocab_size, dtype=np.int16)
+            full[ids] = per_token
+            self._rows.append(CountRows(full, num_words))
+
+    def at_most(self, place: int, room: int) -> np.ndarray | None:
+        """Packed mask of the tokens that begin at most ``room`` units from ``place`` (``None``: every token)."""
+        return self._rows[place].at_most(room)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the sorted tokens and the memoised rows."""
+        return sum(r.nbytes for r in self._rows)
+
+
+_by_builder: weakref.WeakKeyDictionary[TokenMaskBuilder, dict[bytes, UnitNeeds]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+#: units remembered per vocabulary (every JSON string shares one)
+_MAX_UNITS = 8
+
+
+def unit_needs_for(builder: TokenMaskBuilder, unit: Unit) -> UnitNeeds:
+    """The :class:`UnitNeeds` of ``unit`` over ``builder``'s vocabulary, built once (per process)."""
+    with _lock:
+        known = _by_builder.setdefault(builder, {})
+        hit = known.get(unit.key)
+    if hit is not None:
+        return hit
+    made = UnitNeeds(builder.trie, unit, builder.vocab_size, builder.num_words)
+    with _lock:
+        if len(known) >= _MAX_UNITS:
+            known.pop(next(iter(known)))
+        return known.setdefault(unit.key, made)

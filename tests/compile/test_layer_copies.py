@@ -1,0 +1,231 @@
+"""The later layers of a counted JSON string take their base layer's mask less the tokens that begin too many characters.
+
+Oracles: for the masks, brute force (every token's bytes run through the
+automaton's table from every state); for the characters a token begins, the
+counted automaton itself: the least room from which the token's bytes do not
+die inside the repetition (leaving it at a boundary counts as alive).
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+
+import numpy as np
+import pytest
+
+from tokensieve import GrammarCompiler
+from tokensieve.automata import ByteDFA
+from tokensieve.automata.blank_runs import bound_blank_runs
+from tokensieve.automata.counted import counted_repeat
+from tokensieve.automata.layers import Unit, layers_of
+from tokensieve.automata.nfa import automaton_edges
+from tokensieve.compile.unit_needs import unit_counts
+from tokensieve.compile.vocab_cache import mask_builder_for
+from tokensieve.grammar import json_strings
+from tokensieve.vocab import TokenizerInfo
+
+EOS, SPECIAL = 0, 1
+
+
+def _vocab(seed: int) -> list[bytes]:
+    """Single bytes, and words of string characters in every spelling, cut anywhere, some with a quote."""
+    rng = random.Random(seed)
+    vocab = [b"", b""] + [bytes([b]) for b in range(256)]
+    pieces = [
+        "a",
+        "b",
+        " ",
+        "é",
+        "€",
+        "😀",
+        "\\n",
+        '\\"',
+        "\\\\",
+        "\\u00e9",
+        "\\ud83d\\ude00",
+        '"',
+        ", ",
+        "]",
+    ]
+    seen = set(vocab)
+    while len(vocab) < 1200:
+        word = "".join(rng.choice(pieces) for _ in range(rng.choice([1, 2, 3, 5, 9, 20, 30]))).encode()
+        roll = rng.random()
+        if roll < 0.25 and len(word) > 2:
+            word = word[rng.randint(1, len(word) - 1) :]  # may start inside a character or an escape
+        elif roll < 0.5 and len(word) > 2:
+            word = word[: rng.randint(1, len(word) - 1)]  # may end inside one
+        if word not in seen:
+            seen.add(word)
+            vocab.append(word)
+    vocab += [b"x" * 40, "é".encode() * 38, b"\\u0041" * 12, b'"x"', b"\\", b"\\u", b"\\ud83d"]
+    return vocab
+
+
+def _info(seed: int) -> TokenizerInfo:
+    vocab = _vocab(seed)
+    return TokenizerInfo(
+        vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
+    )
+
+
+def _brute_force(dfa: ByteDFA, info: TokenizerInfo) -> np.ndarray:
+    table = dfa.transitions
+    every = np.arange(table.shape[0])
+    out = np.zeros((table.shape[0], info.vocab_size), dtype=bool)
+    for t, data in enumerate(info.decoded_vocab):
+        if t in info.special_token_ids or not data:
+            continue
+        cur = every
+        for byte in data:
+            cur = np.where(cur >= 0, table[np.maximum(cur, 0), byte], -1)
+        out[:, t] = cur >= 0
+    for t in info.stop_token_ids:
+        out[:, t] = np.asarray(dfa.accepting, dtype=bool)
+    return out
+
+
+def _bits(mask: np.ndarray, size: int) -> np.ndarray:
+    return np.unpackbits(mask.view(np.uint8), bitorder="little")[:size].astype(bool)
+
+
+def _string(**bounds: int) -> dict:
+    return {"type": "string", **{("minLength" if k == "lo" else "maxLength"): v for k, v in bounds.items()}}
+
+
+SCHEMAS = [
+    _string(hi=40),  # no least length: the base is the first layer past the start
+    _string(lo=3, hi=36),
+    {"type": "array", "items": _string(lo=1, hi=34), "maxItems": 3},  # several copies, and the way out
+    {
+        "type": "object",
+        "properties": {"a": _string(hi=35), "b": _string(hi=35), "n": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    },
+]
+
+
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+def test_masks_of_the_later_layers_match_brute_force(index: int) -> None:
+    """Every state, derived or walked, met in a random order; through ``fill_row`` on a fresh grammar too,
+    the derived states first (their bases not computed yet), then again once they are."""
+    info = _info(index)
+    compile_ = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema
+    compiled = compile_(SCHEMAS[index], strict=False)
+    layers = compiled.dfa.layer_copies
+    assert layers is not None
+    derived = np.flatnonzero(layers.base >= 0)
+    assert derived.size > compiled.num_states // 3
+    # rooms under and over the most characters a token begins: both the AND and the base's mask itself
+    rooms = layers.room.take(derived)
+    assert rooms.min() == 0 and rooms.max() > 20
+    expected = _brute_force(compiled.dfa, info)
+    order = list(range(compiled.num_states))
+    random.Random(index).shuffle(order)
+    for s in order:
+        got = _bits(compiled.token_mask(s), info.vocab_size)
+        bad = np.flatnonzero(got != expected[s])
+        assert not bad.size, (s, [info.decoded_vocab[t] for t in bad[:5] if t < len(info.decoded_vocab)])
+    fresh = compile_(SCHEMAS[index], strict=False)
+    row = np.empty(fresh.num_words, dtype=np.int32)
+    first = derived.tolist() + [s for s in range(fresh.num_states) if layers.base[s] < 0]
+    for _ in range(2):
+        for s in first:
+            row.fill(-1)
+            fresh.fill_row(s, row)
+            np.testing.assert_array_equal(_bits(row, info.vocab_size), expected[s], err_msg=str(s))
+
+
+@pytest.mark.parametrize("precompute", [False, True])
+def test_pickled_and_precomputed_grammars_derive_the_same_masks(precompute: bool) -> None:
+    info = _info(7)
+    compiled = GrammarCompiler(info, precompute=precompute, cache_enabled=False).compile_json_schema(
+        SCHEMAS[1], strict=False
+    )
+    again = pickle.loads(pickle.dumps(compiled))
+    assert again.dfa.layer_copies is not None
+    for a, b in zip(
+        (compiled.dfa.layer_copies.base, compiled.dfa.layer_copies.room),
+        (again.dfa.layer_copies.base, again.dfa.layer_copies.room),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(a, b)
+    expected = _brute_force(compiled.dfa, info)
+    for s in range(compiled.num_states):
+        np.testing.assert_array_equal(
+            _bits(again.token_mask(s), info.vocab_size), expected[s], err_msg=str(s)
+        )
+
+
+def test_no_state_is_derived_when_every_layer_is_needed() -> None:
+    """``minLength == maxLength``: the base layer would be the last; every state is walked."""
+    info = _info(3)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema(
+        _string(lo=33, hi=33), strict=False
+    )
+    layers = compiled.dfa.layer_copies
+    assert layers is None or not (layers.base >= 0).any()
+
+
+def test_blank_runs_keep_the_derived_states() -> None:
+    """Bounding the runs of blanks adds states after the automaton's: they are walked, the others keep theirs."""
+    info = _info(4)
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema(
+        SCHEMAS[3], strict=False
+    )
+    assert compiled.dfa.blank_chains is not None and compiled.dfa.layer_copies is not None
+    chains = compiled.dfa.blank_chains
+    assert not (compiled.dfa.layer_copies.base[chains.first :] >= 0).any()
+    assert bound_blank_runs(compiled.dfa, 5) is not None  # places loop no more: nothing to bound
+
+
+def _oracle_counts(max_count: int, info: TokenizerInfo) -> tuple[np.ndarray, int]:
+    """Per place and token: the least room from which the counted automaton lets the token through
+    (-1: from none); and the width of a layer. A byte that no unit begins with, read at a boundary,
+    leaves the repetition: the token is let through whatever follows."""
+    node = counted_repeat(json_strings.json_string_char(), 0, max_count)
+    assert node is not None
+    layers = layers_of(node)
+    assert layers is not None
+    dfa = ByteDFA.from_edges(
+        node.num_states, automaton_edges(node), np.frombuffer(node.accepting, np.uint8), 0
+    )
+    width = layers.width
+    table = dfa.transitions
+    out = np.full((width, len(info.decoded_vocab)), -1, dtype=np.int64)
+    for t, data in enumerate(info.decoded_vocab):
+        if t in info.special_token_ids or not data:
+            continue
+        for place in range(width):
+            for room in range(max_count):
+                # the state at ``place`` with ``room`` units still to begin (one already begun inside)
+                q = (max_count - room - (place != 0)) * width + place
+                for byte in data:
+                    nxt = int(table[q, byte])
+                    if nxt < 0:
+                        if q % width or table[0, byte] >= 0:  # inside a unit, or a unit with no room: dead
+                            q = -1
+                        break  # at a boundary, a byte no unit begins with: the token leaves the repetition
+                    q = nxt
+                if q >= 0:
+                    out[place, t] = room
+                    break
+    return out, width
+
+
+def test_units_begun_match_the_counted_automaton() -> None:
+    info = _info(11)
+    builder = mask_builder_for(info)
+    node = counted_repeat(json_strings.json_string_char(), 0, 3)
+    layers = layers_of(node)
+    assert node is not None and layers is not None
+    counts = unit_counts(builder.trie, Unit.of(node, layers).table)
+    expected, width = _oracle_counts(48, info)  # more room than any token of the vocabulary begins
+    assert counts.shape == (width, builder.trie.num_tokens)
+    ids = builder.trie.sorted_tokens
+    alive = expected[:, ids] >= 0
+    assert alive[0].sum() > 1000 and alive[1:].any()  # most tokens from a boundary, some from inside
+    np.testing.assert_array_equal(counts[alive], expected[:, ids][alive])
+    assert expected.max() > 30  # long tokens are counted as far as they go
