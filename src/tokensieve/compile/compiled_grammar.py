@@ -440,10 +440,18 @@ class CompiledGrammar:
         if not self._reps_done:
             table, chains = self._transitions, self._chains
             assert table is not None
-            if chains is not None and chains.most >= SHARE_DEPTH and chains.end == self.num_states:
+            folds = chains is not None and chains.most >= SHARE_DEPTH and chains.end == self.num_states
+            layers = self._layers
+            far = None if layers is None else (layers.base >= 0) & (layers.room >= SHARE_DEPTH)
+            if far is not None and far.any():
+                reps = self._representatives_folded(table, far, chains if folds else None)
+                if chains is not None and not folds:
+                    reps[chains.first : chains.end] = reps.take(chains.folded())
+            elif folds:
                 # no run from a state before the copies reaches its bound within SHARE_DEPTH bytes:
                 # up to that depth those states behave as in the automaton whose places loop on the
                 # blanks, which has no copies to refine
+                assert chains is not None
                 first, folded = chains.first, chains.folded()
                 head = mask_representatives(table[:first], self._accepting[:first], SHARE_DEPTH, fold=folded)
                 reps = np.concatenate([head, head.take(folded)])
@@ -457,6 +465,34 @@ class CompiledGrammar:
             self._reps = reps if sorted_unique(reps).size < reps.size else None
             self._reps_done = True
         return self._reps
+
+    def _representatives_folded(
+        self, table: np.ndarray, far: np.ndarray, chains: BlankChains | None
+    ) -> np.ndarray:
+        """The representatives, refined on the states left once those that behave as another up to
+        SHARE_DEPTH bytes are read as that one.
+
+        Those are the later layers of counted strings with room for SHARE_DEPTH
+        more characters or more (``far``), read as their base (no string of
+        SHARE_DEPTH bytes begins more characters than that), and the copies of
+        the layout places when ``chains`` is given (see :meth:`_representatives`).
+        Each takes its stand-in's representative.
+        """
+        layers = self._layers
+        assert layers is not None
+        n = self.num_states
+        to = np.arange(n, dtype=np.int64)
+        if chains is not None:
+            to[chains.first :] = chains.folded()
+        to[far] = layers.base[far]
+        kept = np.flatnonzero(to == np.arange(n))
+        number = np.full(n, -1, dtype=np.int32)
+        number[kept] = np.arange(kept.size, dtype=np.int32)
+        renumber = np.append(number.take(to), np.int32(-1))  # [-1]: a missing transition stays missing
+        head = mask_representatives(renumber.take(table[kept]), self._accepting[kept], SHARE_DEPTH)
+        reps = np.empty(n, dtype=np.int64)
+        reps[kept] = kept.take(head)
+        return reps.take(to)
 
     @property
     def automaton(self) -> AutomatonView:
