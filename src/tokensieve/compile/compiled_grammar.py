@@ -508,13 +508,18 @@ class CompiledGrammar:
 
         For a large automaton: which states share the mask of their short
         tokens (:mod:`~tokensieve.compile.shared_masks`); for one with a table:
-        the chain lengths of the counted-string shortcut (:mod:`~tokensieve.compile.char_chains`).
+        the chain lengths of the counted-string shortcut (:mod:`~tokensieve.compile.char_chains`),
+        and the units that the later layers of counted strings count
+        (:mod:`~tokensieve.compile.unit_needs`, once per vocabulary).
         Tens of milliseconds for a 100k-state schema automaton; otherwise done
         on the first miss that needs them.
         """
         self._representatives()
         if self._transitions is not None:
             self.automaton.chains  # noqa: B018 - built and kept by the view
+        if self._layers is not None:  # the units' counts, once per process and vocabulary
+            for unit in self._layers.units:
+                unit_needs_for(self._builder, unit)
 
     def precompute(
         self, states: Iterable[int] | None = None, *, budget_s: float | None = None, budget_work: int | None = None

@@ -15,6 +15,9 @@ from .token_masks import or_distinct_bits
 
 __all__ = ["CountRows"]
 
+#: rows that clear more tokens than this are packed from a comparison of every count
+_FEW_IDS = 4096
+
 
 class CountRows:
     """The tokens of a vocabulary by a count per token, as packed rows ``count <= n``.
@@ -71,10 +74,16 @@ class CountRows:
         if row is None:
             # the prefix of tokens (sorted by decreasing count) whose count is over ``n``
             ids = ids[: int(np.searchsorted(-descending, -n, side="left"))]
-            over = np.zeros(self._num_words, dtype=np.int32)
-            bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
-            or_distinct_bits(over, ids >> 5, bits)
-            row = np.invert(over)
+            if ids.size > _FEW_IDS:  # most tokens: one comparison and packbits beat their bits one by one
+                flags = np.zeros(self._num_words * 32, dtype=bool)
+                np.greater(self._counts, n, out=flags[: self._counts.size])
+                row = np.packbits(flags, bitorder="little").view(np.int32)
+                np.invert(row, out=row)
+            else:
+                over = np.zeros(self._num_words, dtype=np.int32)
+                bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
+                or_distinct_bits(over, ids >> 5, bits)
+                row = np.invert(over)
             row.setflags(write=False)
             with self._lock:
                 row = self._rows.setdefault(at, row)
