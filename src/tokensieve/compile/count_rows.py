@@ -34,31 +34,20 @@ class CountRows:
         counts = np.asarray(counts)
         #: the largest count (0 for none)
         self.longest = int(counts.max(initial=0))
-        # 16 bits when they hold the counts: numpy's stable sort of those is a radix sort
         self._counts = counts.astype(np.int16 if self.longest < 1 << 15 else np.int64)
         self._num_words = num_words
-        self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # tokens per count; the tokens over ``n`` are those over the largest count that is at most
+        # ``n``, so one row per distinct count will do
+        self._per_count = np.bincount(self._counts, minlength=1)
+        self._over = self._per_count[::-1].cumsum()[::-1]  # tokens with at least each count
+        self._distinct = np.union1d(np.flatnonzero(self._per_count), [0]).astype(np.int64)
         self._rows: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
-
-    def _order(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The tokens with a count, largest first (those over ``n`` are a prefix), their counts, and the
-        distinct counts (0 included): the tokens over ``n`` are those over the largest of them that is
-        at most ``n``, so one row per distinct count will do. Sorted on first use."""
-        known = self._sorted
-        if known is None:
-            counts: np.ndarray = self._counts
-            order = np.argsort(np.negative(counts), kind="stable")
-            order = order[: int(np.count_nonzero(counts))]
-            descending = counts.take(order).astype(np.int64)
-            known = (order, descending, np.unique(np.concatenate([[0], descending])))
-            self._sorted = known
-        return known
 
     @property
     def distinct(self) -> np.ndarray:
         """The distinct counts, ascending, 0 first (``int64``)."""
-        return self._order()[2]
+        return self._distinct
 
     def at_most(self, n: int) -> np.ndarray | None:
         """Packed ``int32`` mask of the tokens whose count is at most ``n``.
@@ -68,18 +57,17 @@ class CountRows:
         """
         if n >= self.longest:
             return None
-        ids, descending, distinct = self._order()
-        at = int(np.searchsorted(distinct, n, side="right")) - 1  # the largest count <= n
+        distinct = self.distinct
+        at = int(distinct[int(np.searchsorted(distinct, n, side="right")) - 1])  # the largest count <= n
         row = self._rows.get(at)
         if row is None:
-            # the prefix of tokens (sorted by decreasing count) whose count is over ``n``
-            ids = ids[: int(np.searchsorted(-descending, -n, side="left"))]
-            if ids.size > _FEW_IDS:  # most tokens: one comparison and packbits beat their bits one by one
+            if int(self._over[at + 1]) > _FEW_IDS:  # most tokens: packbits beats their bits one by one
                 flags = np.zeros(self._num_words * 32, dtype=bool)
-                np.greater(self._counts, n, out=flags[: self._counts.size])
+                np.greater(self._counts, at, out=flags[: self._counts.size])
                 row = np.packbits(flags, bitorder="little").view(np.int32)
                 np.invert(row, out=row)
             else:
+                ids = np.flatnonzero(np.greater(self._counts, at))
                 over = np.zeros(self._num_words, dtype=np.int32)
                 bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
                 or_distinct_bits(over, ids >> 5, bits)
@@ -91,9 +79,7 @@ class CountRows:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the memoised rows and the sorted tokens."""
+        """Bytes held by the memoised rows and the counts."""
         with self._lock:
             rows = sum(r.nbytes for r in self._rows.values())
-        known = self._sorted
-        order = 0 if known is None else sum(a.nbytes for a in known)
-        return int(self._counts.nbytes + order + rows)
+        return int(self._counts.nbytes + self._per_count.nbytes + self._over.nbytes + rows)
