@@ -70,13 +70,14 @@ class Layers:
         return states, base * width + place, rooms, place
 
 
-#: the layered automata met lately (equal automata have equal layers, so content is the key)
-_LAYERED: BoundedMemo[Layers] = BoundedMemo(max_entries=512)
+#: the layered automata met lately (equal automata have equal layers, so content is the key); the
+#: memo holds them, so it is bounded by their size too (a string of 2,000 characters is 2.5 MB)
+_LAYERED: BoundedMemo[Layers] = BoundedMemo(max_entries=512, max_size=64 << 20)
 
 
 def mark_layered(node: Automaton, layers: Layers) -> None:
     """Record that ``node`` was built by layers as ``layers`` says (only its builder may)."""
-    _LAYERED.put(node, layers)
+    _LAYERED.put(node, layers, len(node.runs) + len(node.accepting))
 
 
 def layers_of(node: Automaton) -> Layers | None:

@@ -14,7 +14,7 @@ from ..bitmask import copy_friendly, friendly_zeros
 from ..limits import Limits
 from .shared_masks import SHARE_DEPTH, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
-from .unit_needs import unit_needs_for
+from .unit_needs import UnitNeeds, unit_needs_for
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ class CompiledGrammar:
         self._chains: BlankChains | None = dfa.blank_chains if self._transitions is not None else None
         # the later layers of counted strings: their masks come from their base layer's (see unit_needs)
         self._layers: LayerCopies | None = dfa.layer_copies if self._transitions is not None else None
+        self._needs: list[UnitNeeds] | None = None  # see _unit_needs
         self._view: AutomatonView | None = None
         # packed masks, least recently stored first
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
@@ -337,9 +338,18 @@ class CompiledGrammar:
         if layers is not None:
             base = int(layers.base[state])
             if base >= 0:
-                needs = unit_needs_for(self._builder, layers.units[int(layers.unit[state])])
+                needs = self._unit_needs[int(layers.unit[state])]
                 return base, needs.at_most(int(layers.place[state]), int(layers.room[state]))
         return -1, None
+
+    @property
+    def _unit_needs(self) -> list[UnitNeeds]:
+        """The per-vocabulary counts of the units of :attr:`_layers` (by their index; built on first use)."""
+        known = self._needs
+        if known is None:
+            units = () if self._layers is None else self._layers.units
+            known = self._needs = [unit_needs_for(self._builder, unit) for unit in units]
+        return known
 
     def _is_derived(self, state: int) -> bool:
         """Whether ``state``'s mask is derived from another's (see :meth:`_derived_from`)."""
@@ -517,9 +527,7 @@ class CompiledGrammar:
         self._representatives()
         if self._transitions is not None:
             self.automaton.chains  # noqa: B018 - built and kept by the view
-        if self._layers is not None:  # the units' counts, once per process and vocabulary
-            for unit in self._layers.units:
-                unit_needs_for(self._builder, unit)
+        self._unit_needs  # noqa: B018 - the units' counts, once per process and vocabulary
 
     def precompute(
         self, states: Iterable[int] | None = None, *, budget_s: float | None = None, budget_work: int | None = None
