@@ -264,7 +264,7 @@ def _copyable(node: Automaton) -> _Copyable:
     layers = layers_of(node)
     if layers is not None:
         states, bases, rooms, places = layers.derived(n)
-        if states.size and (keep.take(states).all() and keep.take(bases).all()):
+        if states.size and keep.take(states).all() and keep.take(bases).all():
             unit = Unit.of(node, layers)
             derived = (local.take(states), local.take(bases), rooms, places)
     got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes, unit, derived)

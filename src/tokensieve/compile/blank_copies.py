@@ -98,5 +98,5 @@ class LeadingBlanks:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the memoised rows and the sorted tokens."""
+        """Bytes held by the memoised rows and the counts."""
         return self._by_run.nbytes

@@ -455,8 +455,6 @@ class CompiledGrammar:
             far = None if layers is None else (layers.base >= 0) & (layers.room >= SHARE_DEPTH)
             if far is not None and far.any():
                 reps = self._representatives_folded(table, far, chains if folds else None)
-                if chains is not None and not folds:
-                    reps[chains.first : chains.end] = reps.take(chains.folded())
             elif folds:
                 # no run from a state before the copies reaches its bound within SHARE_DEPTH bytes:
                 # up to that depth those states behave as in the automaton whose places loop on the
@@ -467,8 +465,8 @@ class CompiledGrammar:
                 reps = np.concatenate([head, head.take(folded)])
             else:
                 reps = mask_representatives(table, self._accepting, SHARE_DEPTH)
-                if chains is not None:
-                    reps[chains.first : chains.end] = reps.take(chains.folded())
+            if chains is not None and not folds:  # copies refined as states of their own
+                reps[chains.first : chains.end] = reps.take(chains.folded())
             # a copy's entry is its place's representative, whose walk serves it (see _walked_for)
             start = self.start_state
             reps[reps == reps[start]] = start  # the start state's mask is computed first
@@ -568,6 +566,7 @@ class CompiledGrammar:
         else:
             todo = sorted_unique(np.fromiter((int(s) for s in states), dtype=np.int64))
         self._representatives()
+        self._unit_needs  # noqa: B018 - the derived masks left to first use need them (built once)
         if self._reps is not None or self._chains is not None or self._layers is not None:
             todo = sorted_unique(self._walked_for(todo))  # the other states derive their masks on first use
         todo = todo[~self._known[todo]]

@@ -99,7 +99,7 @@ class UnitNeeds:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the sorted tokens and the memoised rows."""
+        """Bytes held by the counts and the memoised rows."""
         return sum(r.nbytes for r in self._rows)
 
 
