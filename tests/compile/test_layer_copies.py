@@ -20,7 +20,7 @@ from tokensieve.automata.blank_runs import bound_blank_runs
 from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.layers import Unit, layers_of
 from tokensieve.automata.nfa import automaton_edges
-from tokensieve.compile.unit_needs import unit_counts
+from tokensieve.compile.unit_needs import unit_counts, unit_needs_for
 from tokensieve.compile.vocab_cache import mask_builder_for
 from tokensieve.grammar import json_strings
 from tokensieve.vocab import TokenizerInfo
@@ -161,6 +161,24 @@ def test_pickled_and_precomputed_grammars_derive_the_same_masks(precompute: bool
         )
 
 
+def _string_unit() -> Unit:
+    """The unit of a JSON string of at most 3 characters: one character."""
+    node = counted_repeat(json_strings.json_string_char(), 0, 3)
+    layers = layers_of(node)
+    assert node is not None and layers is not None
+    return Unit.of(node, layers)
+
+
+def test_the_vocabulary_memory_counts_the_units_tables() -> None:
+    """The units' counts live as long as the vocabulary's builder: its ``nbytes`` says so."""
+    info = _info(13)
+    builder = mask_builder_for(info)
+    unit = _string_unit()
+    before = builder.nbytes
+    unit_needs_for(builder, unit)
+    assert builder.nbytes - before >= unit.table.shape[0] * info.vocab_size * 2  # a count per token and place
+
+
 def test_no_state_is_derived_when_every_layer_is_needed() -> None:
     """``minLength == maxLength``: the base layer would be the last; every state is walked."""
     info = _info(3)
@@ -220,10 +238,7 @@ def _oracle_counts(max_count: int, info: TokenizerInfo) -> tuple[np.ndarray, int
 def test_units_begun_match_the_counted_automaton() -> None:
     info = _info(11)
     builder = mask_builder_for(info)
-    node = counted_repeat(json_strings.json_string_char(), 0, 3)
-    layers = layers_of(node)
-    assert node is not None and layers is not None
-    counts = unit_counts(builder.trie, Unit.of(node, layers).table)
+    counts = unit_counts(builder.trie, _string_unit().table)
     expected, width = _oracle_counts(48, info)  # more room than any token of the vocabulary begins
     assert counts.shape == (width, builder.trie.num_tokens)
     ids = builder.trie.sorted_tokens

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from ..automata import ByteDFA
     from .blank_copies import LeadingBlanks
     from .shared_masks import LongTokens
+    from .unit_needs import UnitNeeds
 
 __all__ = [
     "PERMISSIVE_LOOP_BYTES",
@@ -680,6 +681,8 @@ class TokenMaskBuilder:
         self.long_tokens: LongTokens | None = None
         #: the tokens by their leading run of blanks (set by :func:`~tokensieve.compile.vocab_cache.mask_builder_for`)
         self.leading_blanks: LeadingBlanks | None = None
+        #: the tokens by the units of a counted repetition they begin, by unit (kept by :func:`~tokensieve.compile.unit_needs.unit_needs_for`)
+        self.unit_needs: dict[bytes, UnitNeeds] = {}
 
     def work_done(self) -> int:
         """The work of this thread's walks so far, in (trie node, automaton state) pairs.
@@ -698,7 +701,7 @@ class TokenMaskBuilder:
 
     @property
     def nbytes(self) -> int:
-        """Memory held by the per-vocabulary arrays (the trie and the cached class jumps included)."""
+        """Memory held by the per-vocabulary arrays (the trie, the cached class jumps and the units' counts included)."""
         own = sum(
             a.nbytes
             for a in (
@@ -718,7 +721,8 @@ class TokenMaskBuilder:
         with self._jump_lock:
             cached = sum(r.nbytes for r in self._regions.values()) + sum(j.nbytes for j in self._jumps.values())
         leading = 0 if self.leading_blanks is None else self.leading_blanks.nbytes
-        return int(own + cached + leading + self.trie.nbytes)
+        units = sum(u.nbytes for u in list(self.unit_needs.values()))
+        return int(own + cached + leading + units + self.trie.nbytes)
 
     # ------------------------------------------------------------ automata
     def view(self, transitions: np.ndarray, accepting: np.ndarray) -> AutomatonView:

@@ -19,7 +19,6 @@ mask has the same stop bits, since both accept or not alike).
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -103,16 +102,19 @@ class UnitNeeds:
         return sum(r.nbytes for r in self._rows)
 
 
-_by_builder: weakref.WeakKeyDictionary[TokenMaskBuilder, dict[bytes, UnitNeeds]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 #: units remembered per vocabulary (every JSON string shares one)
 _MAX_UNITS = 8
 
 
 def unit_needs_for(builder: TokenMaskBuilder, unit: Unit) -> UnitNeeds:
-    """The :class:`UnitNeeds` of ``unit`` over ``builder``'s vocabulary, built once (per process)."""
+    """The :class:`UnitNeeds` of ``unit`` over ``builder``'s vocabulary, built once (per process).
+
+    Kept on the builder (``builder.unit_needs``, counted in its ``nbytes``),
+    the :data:`_MAX_UNITS` most recent.
+    """
+    known = builder.unit_needs
     with _lock:
-        known = _by_builder.setdefault(builder, {})
         hit = known.get(unit.key)
     if hit is not None:
         return hit
