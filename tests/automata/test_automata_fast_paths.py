@@ -254,6 +254,67 @@ def test_refinement_rounds_in_numpy_or_in_python_agree(monkeypatch, narrow: int)
         assert _same_language(dfa, out, 3)
 
 
+def _levelled_dfa(rng: random.Random) -> tuple[list[list[int]], list[bool]]:
+    """Levels alternately wide (over a hundred states) and narrow, with edges back to earlier levels."""
+    k = 8
+    widths = [1]
+    while len(widths) < 9:
+        widths.append(rng.randint(1, 3) if widths[-1] > 8 else rng.randint(90, 160))
+    starts = [sum(widths[:i]) for i in range(len(widths) + 1)]
+    rows: list[list[int]] = []
+    for level, width in enumerate(widths):
+        for _ in range(width):
+            row = [-1] * k
+            if level + 1 < len(widths):
+                nxt = range(starts[level + 1], starts[level + 2])
+                for c in range(k):
+                    roll = rng.random()
+                    if roll < 0.7:
+                        row[c] = rng.choice(nxt)
+                    elif roll < 0.85:
+                        row[c] = rng.randrange(starts[level + 1])  # back to an earlier level
+            rows.append(row)
+    acc = [rng.random() < 0.3 for _ in rows]
+    for q in range(starts[-2], starts[-1]):
+        acc[q] = True
+    return _all_reachable(rows, acc, 0)
+
+
+@pytest.mark.parametrize("narrow", [-1, None, 1 << 30])
+def test_narrow_levels_in_numpy_or_in_python_agree(monkeypatch, narrow: int | None) -> None:
+    """Levels of the sinks-up classes and of the breadth-first numbering: all with arrays, mixed, all in plain Python.
+
+    Oracle: the Nerode classes counted by brute force, the languages, and a
+    breadth-first order recomputed from the result.
+    """
+    if narrow is not None:
+        monkeypatch.setattr(minimize, "_NARROW", narrow)
+    for seed in range(24):
+        rng = random.Random(12000 + seed)
+        if seed % 3 == 1:
+            rows, acc = _deep_dfa(rng)
+            k = 3
+        elif seed % 3 == 2:
+            rows, acc = _levelled_dfa(rng)
+            k = 8
+        else:
+            rows, acc, k = _random_dfa(rng)
+            rows, acc = _all_reachable(rows, acc, 0)
+        _assert_minimised(rows, acc, k)
+
+
+def _assert_minimised(rows: list[list[int]], acc: list[bool], k: int) -> None:
+    """Trimmed and minimised by the array code: the same language, the Nerode classes, numbered breadth-first."""
+    dfa = _edges(rows, acc)
+    trimmed = trim_edges(dfa)
+    if trimmed is None:
+        return
+    out = minimize_edges(trimmed)
+    assert _same_language(dfa, out, k)
+    assert out.num_states == _nerode_classes(dfa, k)
+    assert _breadth_first(out, k)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_unreachable_states_are_trimmed(seed: int) -> None:
     rng = random.Random(1000 + seed)
@@ -276,14 +337,7 @@ def test_hash_collisions_fall_back(monkeypatch) -> None:
     for seed in range(60):
         rng = random.Random(5000 + seed)
         rows, acc, k = _random_dfa(rng)
-        rows, acc = _all_reachable(rows, acc, 0)
-        dfa = _edges(rows, acc)
-        trimmed = trim_edges(dfa)
-        if trimmed is None:
-            continue
-        out = minimize_edges(trimmed)
-        assert _same_language(dfa, out, k)
-        assert out.num_states == _nerode_classes(dfa, k)
+        _assert_minimised(*_all_reachable(rows, acc, 0), k)
 
 
 def test_long_chains_and_cycles() -> None:

@@ -655,27 +655,9 @@ def _quotient(
     idx, _ = _spans(ptr, rep)
     q_cls = cls[idx]
     q_dst = block[dst[idx]]
-    # breadth-first numbering
-    number = np.full(count, -1, dtype=np.int64)
-    s0 = int(block[start])
-    number[s0] = 0
-    order = [np.array([s0], dtype=np.int64)]
-    done = 1
-    frontier = order[0]
-    while len(frontier):
-        e, _ = _spans(q_ptr, frontier)
-        t = q_dst[e]
-        t = t[number[t] < 0]
-        if len(t) > 64:
-            _, firsts = np.unique(t, return_index=True)
-            t = t[np.sort(firsts)]
-        else:
-            t = np.array(list(dict.fromkeys(t.tolist())), dtype=np.int64)
-        number[t] = done + np.arange(len(t))
-        done += len(t)
-        order.append(t)
-        frontier = t
-    perm = np.concatenate(order)
+    perm = _breadth_first(int(block[start]), q_ptr, q_dst)
+    number = np.empty(count, dtype=np.int64)
+    number[perm] = np.arange(count, dtype=np.int64)
     e, counts = _spans(q_ptr, perm)
     return EdgeDFA(
         count,
@@ -685,3 +667,50 @@ def _quotient(
         acc[rep[perm]],
         0,
     )
+
+
+def _breadth_first(start: int, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """The states in breadth-first order from ``start``, successors in edge order (all reachable).
+
+    A level at a time: wide levels with array operations, narrow ones (long
+    chains, one state per level) in plain Python, where numpy's per-call cost
+    would dominate.
+    """
+    count = len(ptr) - 1
+    seen = np.zeros(count, dtype=bool)
+    seen[start] = True
+    seen_l: list[bool] | None = None  # the same, for the narrow levels
+    lists: tuple[list[int], list[int]] | None = None
+    order = [np.array([start], dtype=np.int64)]
+    frontier = order[0]
+    while len(frontier):
+        if len(frontier) <= _NARROW:
+            if lists is None:
+                lists = ptr.tolist(), dst.tolist()
+            if seen_l is None:
+                seen_l = seen.tolist()
+            ptr_l, dst_l = lists
+            got: list[int] = []
+            for q in frontier.tolist():
+                for t in dst_l[ptr_l[q] : ptr_l[q + 1]]:
+                    if not seen_l[t]:
+                        seen_l[t] = True
+                        got.append(t)
+            t_arr = np.array(got, dtype=np.int64)
+            seen[t_arr] = True
+        else:
+            e, _ = _spans(ptr, frontier)
+            t_arr = dst[e]
+            t_arr = t_arr[~seen[t_arr]]
+            if len(t_arr) > 64:
+                _, firsts = np.unique(t_arr, return_index=True)
+                t_arr = t_arr[np.sort(firsts)]
+            else:
+                t_arr = np.array(list(dict.fromkeys(t_arr.tolist())), dtype=np.int64)
+            seen[t_arr] = True
+            if seen_l is not None:
+                for t in t_arr.tolist():
+                    seen_l[t] = True
+        order.append(t_arr)
+        frontier = t_arr
+    return np.concatenate(order)
