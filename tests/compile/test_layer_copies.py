@@ -63,8 +63,8 @@ def _vocab(seed: int) -> list[bytes]:
     return vocab
 
 
-def _info(seed: int) -> TokenizerInfo:
-    vocab = _vocab(seed)
+def _info(seed: int, vocab: list[bytes] | None = None) -> TokenizerInfo:
+    vocab = _vocab(seed) if vocab is None else vocab
     return TokenizerInfo(
         vocab, vocab_size=len(vocab) + 5, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
     )
@@ -136,6 +136,40 @@ def test_masks_of_the_later_layers_match_brute_force(index: int) -> None:
             row.fill(-1)
             fresh.fill_row(s, row)
             np.testing.assert_array_equal(_bits(row, info.vocab_size), expected[s], err_msg=str(s))
+
+
+LONG_SCHEMAS = [
+    _string(hi=260),
+    {
+        "type": "object",
+        "properties": {"a": _string(lo=2, hi=230), "b": _string(hi=200)},
+        "required": ["a"],
+        "additionalProperties": False,
+    },
+]
+
+
+@pytest.mark.parametrize("index", range(len(LONG_SCHEMAS)))
+@pytest.mark.parametrize("precompute", [False, True])
+def test_layers_that_no_walk_reaches_are_left_out_of_the_walks_arrays(index: int, precompute: bool) -> None:
+    """Strings long enough that their last layers are more than the longest token and the longest chain
+    past their base: the walk's arrays leave those rows out, and every state's mask is still brute force's."""
+    # the longest tokens are one layer per byte: a walk from a base goes as far as any
+    longest = [b"x" * 24, b"ab" * 12, b"a" * 23 + b'"']
+    info = _info(0, [word for word in _vocab(20 + index) if len(word) < 24] + longest)
+    compiled = GrammarCompiler(info, precompute=precompute, cache_enabled=False).compile_json_schema(
+        LONG_SCHEMAS[index], strict=False
+    )
+    view = compiled.automaton
+    rows = view._copy_rows
+    assert rows is not None and rows.unread.size > 1000  # the test reaches the rows left out
+    assert not view.outdeg.take(rows.unread).any()
+    expected = _brute_force(compiled.dfa, info)
+    order = list(range(compiled.num_states))
+    random.Random(index).shuffle(order)
+    for s in order:
+        got = _bits(compiled.token_mask(s), info.vocab_size)
+        np.testing.assert_array_equal(got, expected[s], err_msg=str(s))
 
 
 @pytest.mark.parametrize("precompute", [False, True])

@@ -25,7 +25,7 @@ per place would allow ``2N``; the unrolled automaton allows ``N``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -132,6 +132,10 @@ class BlankChains:
         return CopyRows(scanned, copies, places.take(owner), self.first + owner * most)
 
 
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+_NO_ROWS.setflags(write=False)
+
+
 @dataclass(frozen=True, eq=False)
 class CopyRows:
     """The copies whose row is their place's but for the blanks, and the rows to read instead.
@@ -154,12 +158,33 @@ class CopyRows:
         ``int64``, sorted: the other copies.
     places, first_copies
         ``int64``: the place of each of ``copies``, and that place's first copy.
+    unread
+        ``int64``, sorted: rows neither read nor copied, whose values are
+        left at "nothing" (:meth:`clear`): states that no walk of the token
+        trie reaches (see :meth:`without`).
     """
 
     scanned: np.ndarray
     copies: np.ndarray
     places: np.ndarray
     first_copies: np.ndarray
+    unread: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+
+    @classmethod
+    def all_rows(cls, num_states: int) -> CopyRows:
+        """Every row read, none copied (a table without copies)."""
+        return cls(np.arange(num_states, dtype=np.int64), _NO_ROWS, _NO_ROWS, _NO_ROWS)
+
+    def without(self, unread: np.ndarray) -> CopyRows:
+        """The same with the rows of ``unread`` (``bool (S,)``, never a copy) left unread."""
+        scanned = self.scanned[~unread.take(self.scanned)]
+        rows = np.union1d(self.unread, np.flatnonzero(unread))
+        return CopyRows(scanned, self.copies, self.places, self.first_copies, rows)
+
+    def clear(self, values: np.ndarray, nothing: object) -> None:
+        """``values[unread] = nothing``, in place."""
+        if self.unread.size:
+            values[self.unread] = nothing
 
     def spread(self, values: np.ndarray) -> None:
         """``values[copies] = values[places]``, in place (``values`` indexed by state)."""

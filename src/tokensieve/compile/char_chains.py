@@ -191,7 +191,8 @@ def class_chains(
     copies
         Optional: the copies of layout places whose rows need not be read
         (their classes are their places'; see
-        :class:`~tokensieve.automata.blank_runs.CopyRows`).
+        :class:`~tokensieve.automata.blank_runs.CopyRows`), and the rows left
+        unread, which get no class (so a chain stops before them).
 
     Returns
     -------
@@ -221,11 +222,16 @@ def class_chains(
         count[at] = np.where(target >= 0, np.count_nonzero(same, axis=1), 0)
         classes[at] = np.packbits(same, axis=1, bitorder="little").view(np.uint64)
         best[at] = target
+    if copies is not None:  # rows not read at all: no class
+        copies.clear(count, 0)
+        copies.clear(classes, 0)
+        copies.clear(best, -1)
     # the second probe, where it leads elsewhere to more bytes
     other = table[:, _CLASS_PROBES[1]].astype(np.int64)
     differ_at = (other >= 0) & (other != best) & (other != rows)
     if copies is not None:
         differ_at[copies.copies] = False  # not read: their values are not set yet
+        differ_at[copies.unread] = False
     differ = np.flatnonzero(differ_at)
     if differ.size:
         same = table[differ] == other[differ][:, None]
@@ -331,6 +337,8 @@ def _uniform_step(
     if copies is not None:
         copies.spread(ok)
         copies.spread_targets(nxt)
+        copies.clear(ok, False)  # rows not read at all: no step
+        copies.clear(nxt, -1)
     return ok, nxt
 
 
@@ -364,7 +372,8 @@ def chain_lengths(table: np.ndarray, copies: CopyRows | None = None) -> tuple[np
         ``int32 (S, 256)`` transition table, -1 for no transition.
     copies
         Optional: the copies of layout places whose rows need not be read
-        (see :class:`~tokensieve.automata.blank_runs.CopyRows`).
+        (see :class:`~tokensieve.automata.blank_runs.CopyRows`), and the rows
+        left unread, from which no plain or character chain goes on.
 
     Returns
     -------

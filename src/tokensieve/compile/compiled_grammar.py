@@ -12,6 +12,7 @@ import numpy as np
 from .._arrays import sorted_unique
 from ..bitmask import copy_friendly, friendly_zeros
 from ..limits import Limits
+from .char_chains import MAX_CHAIN
 from .shared_masks import SHARE_DEPTH, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
 from .unit_needs import UnitNeeds, unit_needs_for
@@ -507,9 +508,38 @@ class CompiledGrammar:
         """The automaton's arrays for trie walks (built on first use)."""
         view = self._view
         if view is None:
-            view = AutomatonView.of(self.dfa)
+            view = AutomatonView.of(self.dfa, unread=self._unreached())
             self._view = view
         return view
+
+    def _unreached(self) -> np.ndarray | None:
+        """``bool (S,)``: the later layers of counted strings that no walk of the token trie reads, or ``None``.
+
+        Only states that are not derived are walked, and those of a counted
+        string are at its base layer or before. A token takes a walk at most
+        one layer per byte further, and the chains the walk reads at a state
+        look at most :data:`~tokensieve.compile.char_chains.MAX_CHAIN` steps
+        (one layer each) further still. The layers past that never matter:
+        the walk's arrays leave them out (a string of 2,000 characters is
+        50,000 states, of which the walks read the first 200 layers).
+        """
+        layers = self._layers
+        if layers is None:
+            return None
+        derived = np.flatnonzero(layers.base >= 0)
+        if not derived.size:
+            return None
+        base = layers.base.take(derived).astype(np.int64)
+        room = layers.room.take(derived).astype(np.int64)
+        top = np.zeros(self.num_states, dtype=np.int64)
+        np.maximum.at(top, base, room)  # the room of the first layer past each base
+        past = top.take(base) + 1 - room  # layers past the base layer
+        far = past > self._builder.trie.max_depth + MAX_CHAIN + 1
+        if not far.any():
+            return None
+        out = np.zeros(self.num_states, dtype=bool)
+        out[derived[far]] = True
+        return out
 
     def prepare(self) -> None:
         """Do now the grammar-wide analyses that lazy masks rely on, so no decoding step pays for them.

@@ -236,15 +236,27 @@ def _step(trans: np.ndarray, state: np.ndarray, byte: np.ndarray | int) -> np.nd
     return np.where(ok, trans.take((np.where(ok, state, 0) << 8) | byte), -1)
 
 
-def _edges_with_copies(flat: np.ndarray, chains: BlankChains) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _live_cells(flat: np.ndarray, rows: int, unread: np.ndarray | None) -> np.ndarray:
+    """``(state << 8) | byte`` of the transitions of the first ``rows`` states, but those of ``unread`` ones."""
+    if unread is None:
+        return np.flatnonzero(flat[: rows * 256] >= 0)
+    read = np.flatnonzero(~unread[:rows])
+    at = np.flatnonzero(flat.reshape(-1, 256).take(read, axis=0) >= 0)
+    return (read.take(at >> 8) << 8) | (at & 255)
+
+
+def _edges_with_copies(
+    flat: np.ndarray, chains: BlankChains, unread: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(source, byte, target)`` of the flattened table: the copies' edges made from their places'.
 
-    The states before the copies are read off the table. Copy ``c`` of a place
-    has its place's edges but for the blanks: where the place's lead to its
-    first copy, the copy's lead to copy ``c + 1``, and the last copy has none.
+    The states before the copies are read off the table (but the ``unread``
+    ones, which get no edges). Copy ``c`` of a place has its place's edges but
+    for the blanks: where the place's lead to its first copy, the copy's lead
+    to copy ``c + 1``, and the last copy has none.
     """
     first, most, places = chains.first, chains.most, chains.places
-    at = np.flatnonzero(flat[: first * 256] >= 0)
+    at = _live_cells(flat, first, unread)
     deg = np.bincount(at >> 8, minlength=first)
     start = np.zeros(first + 1, dtype=np.int64)
     np.cumsum(deg, out=start[1:])
@@ -288,6 +300,10 @@ class AutomatonView:
         Optional: where the table's copies of layout places are (see
         :class:`~tokensieve.automata.blank_runs.BlankChains`). Their rows are
         then not read: their edges and chains come from their places'.
+    unread
+        Optional ``bool (S,)``: states that no walk reaches, whose rows are
+        not read either: they get no edges and no chains (the later layers of
+        counted strings, see :meth:`CompiledGrammar._unreached <tokensieve.compile.compiled_grammar.CompiledGrammar>`).
 
     Attributes
     ----------
@@ -318,6 +334,7 @@ class AutomatonView:
         accepting: np.ndarray,
         edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
         copies: BlankChains | None = None,
+        unread: np.ndarray | None = None,
     ) -> None:
         self.accepting = np.asarray(accepting, dtype=bool)
         s = self.accepting.shape[0]
@@ -331,6 +348,11 @@ class AutomatonView:
         self._copy_rows: CopyRows | None = None
         if copies is not None and edges is None and self.trans is not None:
             self._copy_rows = copies.copy_rows(self.trans.reshape(s, 256))
+        with_copies = self._copy_rows is not None
+        if unread is not None and (edges is not None or self.trans is None or not unread.any()):
+            unread = None
+        if unread is not None:
+            self._copy_rows = (self._copy_rows or CopyRows.all_rows(s)).without(unread)
         if edges is None:
             if self.trans is None:
                 raise ValueError("an automaton needs its transition table or its edges")
@@ -338,11 +360,11 @@ class AutomatonView:
             flat = self.trans
             self.out_next: np.ndarray
             self.out_byte: np.ndarray
-            if self._copy_rows is not None:
+            if with_copies:
                 assert copies is not None
-                src, self.out_byte, self.out_next = _edges_with_copies(flat, copies)
+                src, self.out_byte, self.out_next = _edges_with_copies(flat, copies, unread)
             else:
-                at = np.flatnonzero(flat >= 0)
+                at = _live_cells(flat, s, unread)
                 self.out_next = flat.take(at)  # the table's integers
                 self.out_byte = at.astype(np.uint8)  # the low byte of the flat index
                 src = np.right_shift(at, 8, out=at)
@@ -432,10 +454,10 @@ class AutomatonView:
         return self._jump_utf8
 
     @classmethod
-    def of(cls, dfa: ByteDFA) -> AutomatonView:
-        """The view of a :class:`ByteDFA` (without building its table if it has none)."""
+    def of(cls, dfa: ByteDFA, unread: np.ndarray | None = None) -> AutomatonView:
+        """The view of a :class:`ByteDFA` (without building its table if it has none; ``unread`` as above)."""
         if dfa.has_table:  # the edges from the table, narrow (the DFA's own list is int64)
-            return cls(dfa.transitions, dfa.accepting, copies=dfa.blank_chains)
+            return cls(dfa.transitions, dfa.accepting, copies=dfa.blank_chains, unread=unread)
         return cls(None, dfa.accepting, dfa.edge_list())
 
     @property
