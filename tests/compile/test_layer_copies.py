@@ -20,6 +20,7 @@ from tokensieve.automata.blank_runs import bound_blank_runs
 from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.layers import Unit, layers_of
 from tokensieve.automata.nfa import automaton_edges
+from tokensieve.compile.token_masks import AutomatonView
 from tokensieve.compile.unit_needs import unit_counts, unit_needs_for
 from tokensieve.compile.vocab_cache import mask_builder_for
 from tokensieve.grammar import json_strings
@@ -164,6 +165,13 @@ def test_layers_that_no_walk_reaches_are_left_out_of_the_walks_arrays(index: int
     rows = view._copy_rows
     assert rows is not None and rows.unread.size > 1000  # the test reaches the rows left out
     assert not view.outdeg.take(rows.unread).any()
+    # the walked states read what the whole automaton's arrays say: the same chains and class jumps
+    whole = AutomatonView.of(compiled.dfa)
+    walked = np.flatnonzero(compiled.dfa.layer_copies.base < 0)
+    for name in ("jump_depth", "close_len", "outdeg", "permissive"):
+        np.testing.assert_array_equal(getattr(view, name)[walked], getattr(whole, name)[walked], err_msg=name)
+    for got, full in zip(view.chains, whole.chains, strict=True):
+        np.testing.assert_array_equal(got[walked], full[walked])
     expected = _brute_force(compiled.dfa, info)
     order = list(range(compiled.num_states))
     random.Random(index).shuffle(order)

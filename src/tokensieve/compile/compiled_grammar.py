@@ -517,11 +517,16 @@ class CompiledGrammar:
 
         Only states that are not derived are walked, and those of a counted
         string are at its base layer or before. A token takes a walk at most
-        one layer per byte further, and the chains the walk reads at a state
-        look at most :data:`~tokensieve.compile.char_chains.MAX_CHAIN` steps
-        (one layer each) further still. The layers past that never matter:
-        the walk's arrays leave them out (a string of 2,000 characters is
-        50,000 states, of which the walks read the first 200 layers).
+        one layer per byte further, so the walk's arrays can leave out the
+        layers past the longest token: the walk never reads their rows. The
+        chains of the states before them then stop there, shorter than in
+        the whole automaton, but where a walk reads them they are still
+        longer than what is left of any token, so every comparison comes out
+        the same; and the walked states' chains, which also set the depth of
+        their class jumps, are the same when the layers kept are at least
+        :data:`~tokensieve.compile.char_chains.MAX_CHAIN`, the cap of every
+        chain. (A string of 2,000 characters is 50,000 states, of which the
+        walks read the first 130 layers.)
         """
         layers = self._layers
         if layers is None:
@@ -534,7 +539,7 @@ class CompiledGrammar:
         top = np.zeros(self.num_states, dtype=np.int64)
         np.maximum.at(top, base, room)  # the room of the first layer past each base
         past = top.take(base) + 1 - room  # layers past the base layer
-        far = past > self._builder.trie.max_depth + MAX_CHAIN + 1
+        far = past > max(self._builder.trie.max_depth, MAX_CHAIN) + 1
         if not far.any():
             return None
         out = np.zeros(self.num_states, dtype=bool)
