@@ -155,6 +155,27 @@ class LayerCopies:
             pad(self.base, -1), pad(self.room, 0), pad(self.place, 0), pad(self.unit, 0), self.units
         )
 
+    def beyond(self, layers: int) -> np.ndarray | None:
+        """``bool (S,)``: the derived states more than ``layers`` layers past their base layer (``None``: none).
+
+        A state's room is the repetition's bound less its layer (less one
+        inside a unit), so within a copy and place the room drops by one a
+        layer: the first layer past the base has the greatest.
+        """
+        derived = np.flatnonzero(self.base >= 0)
+        if not derived.size:
+            return None
+        base = self.base.take(derived).astype(np.int64)
+        room = self.room.take(derived).astype(np.int64)
+        top = np.zeros(self.base.size, dtype=np.int64)
+        np.maximum.at(top, base, room)  # the room of the first layer past each base
+        far = top.take(base) + 1 - room > layers
+        if not far.any():
+            return None
+        out = np.zeros(self.base.size, dtype=bool)
+        out[derived[far]] = True
+        return out
+
     def bases_of(self, states: np.ndarray) -> np.ndarray:
         """``states`` (``int64``) with every derived state replaced by its base."""
         base = self.base.take(states).astype(np.int64)

@@ -531,20 +531,7 @@ class CompiledGrammar:
         layers = self._layers
         if layers is None:
             return None
-        derived = np.flatnonzero(layers.base >= 0)
-        if not derived.size:
-            return None
-        base = layers.base.take(derived).astype(np.int64)
-        room = layers.room.take(derived).astype(np.int64)
-        top = np.zeros(self.num_states, dtype=np.int64)
-        np.maximum.at(top, base, room)  # the room of the first layer past each base
-        past = top.take(base) + 1 - room  # layers past the base layer
-        far = past > max(self._builder.trie.max_depth, MAX_CHAIN) + 1
-        if not far.any():
-            return None
-        out = np.zeros(self.num_states, dtype=bool)
-        out[derived[far]] = True
-        return out
+        return layers.beyond(max(self._builder.trie.max_depth, MAX_CHAIN) + 1)
 
     def prepare(self) -> None:
         """Do now the grammar-wide analyses that lazy masks rely on, so no decoding step pays for them.
