@@ -280,6 +280,37 @@ def test_folded_targets_read_as_the_states_they_stand_for(seed: int, shape: str)
         np.testing.assert_array_equal(got, _reference(table, acc, depth))
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shape", ["random", "chains"])
+@pytest.mark.parametrize("weights", ["random", "by_first_row"])
+def test_a_subset_of_rows_relabelled_reads_as_that_table(
+    monkeypatch, seed: int, shape: str, weights: str
+) -> None:
+    """Rows picked from a larger table, every target read through a relabelling onto them (as the
+    far layers of counted strings read as their base): the classes of the table written out."""
+    rng = np.random.default_rng(seed)
+    if shape == "random":
+        table, acc = _random_dfa(rng, int(rng.integers(20, 300)))
+    else:  # more rows than one block, and enough for the rounds on candidates only
+        table, acc = _chains(rng, 40, 100)
+    n = table.shape[0]
+    rows = np.flatnonzero(rng.random(n) < 0.6)
+    relabel = np.append(rng.integers(0, rows.size, size=n), -1).astype(np.int32)
+    relabel[rows] = np.arange(rows.size, dtype=np.int32)
+    written = relabel.take(table[rows])
+    if weights == "by_first_row":  # columns alike on the first row kept only: the exact fallback
+
+        def column_weights(count: int) -> np.ndarray:
+            w = np.zeros(count, dtype=np.int32)
+            w[0] = 1
+            return w
+
+        monkeypatch.setattr(shared_masks, "_column_weights", column_weights)
+    for depth in (3, 16):
+        got = mask_representatives(table, acc[rows], depth, rows=rows, relabel=relabel)
+        np.testing.assert_array_equal(got, _reference(written, acc[rows], depth))
+
+
 def test_schema_classes_from_the_unrolled_automaton_read_as_the_looping_one() -> None:
     """The places' copies fold back onto the places: the classes of the automaton before unrolling."""
     from tokensieve.automata.blank_runs import bound_blank_runs

@@ -498,7 +498,7 @@ class CompiledGrammar:
         number = np.full(n, -1, dtype=np.int32)
         number[kept] = np.arange(kept.size, dtype=np.int32)
         renumber = np.append(number.take(to), np.int32(-1))  # [-1]: a missing transition stays missing
-        head = mask_representatives(renumber.take(table[kept]), self._accepting[kept], SHARE_DEPTH)
+        head = mask_representatives(table, self._accepting[kept], SHARE_DEPTH, rows=kept, relabel=renumber)
         reps = np.empty(n, dtype=np.int64)
         reps[kept] = kept.take(head)
         return reps.take(to)

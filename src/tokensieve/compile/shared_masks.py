@@ -44,7 +44,13 @@ SHARE_DEPTH = 16
 
 
 def mask_representatives(
-    transitions: np.ndarray, accepting: np.ndarray, depth: int, *, fold: np.ndarray | None = None
+    transitions: np.ndarray,
+    accepting: np.ndarray,
+    depth: int,
+    *,
+    fold: np.ndarray | None = None,
+    rows: np.ndarray | None = None,
+    relabel: np.ndarray | None = None,
 ) -> np.ndarray:
     """For every state, the smallest state whose token mask is certainly the same.
 
@@ -62,17 +68,28 @@ def mask_representatives(
         ``fold[t - S]`` (the copies of :class:`~tokensieve.automata.blank_runs.BlankChains`
         read as their places: ``transitions`` is then the leading rows of a
         larger table, which is not copied).
+    rows, relabel
+        Optional: the states are the rows ``rows`` (``int64``) of
+        ``transitions``, and a target ``t`` stands for state ``relabel[t]``
+        (``int32`` or ``int64``, its last entry -1, which a missing transition
+        reads). The rows are read a block at a time, so a subset of a large
+        table is compared without copying it. ``fold`` is the case of the
+        leading ``S`` rows.
 
     Returns
     -------
     numpy.ndarray
         ``int64 (S,)``: ``rep[s] <= s``, ``rep[rep[s]] == rep[s]``.
     """
-    num_states = int(transitions.shape[0])
+    if fold is not None:
+        head = int(transitions.shape[0])
+        rows = np.arange(head, dtype=np.int64)
+        relabel = np.concatenate([rows, np.asarray(fold, dtype=np.int64), [-1]])
+    num_states = int(transitions.shape[0]) if rows is None else int(rows.size)
     cls = np.zeros(num_states, dtype=np.int64)
     if depth > 0 and num_states:
         incremental = depth > 2 and num_states > _SMALL
-        tables = _Tables(transitions, with_predecessors=incremental, fold=fold)
+        tables = _Tables(transitions, with_predecessors=incremental, rows=rows, relabel=relabel)
         cls = (_refine(tables, depth) if incremental else _refine_fully(tables, depth)).astype(np.int64)
     key = cls * 2 + np.asarray(accepting, dtype=bool)
     first = np.full(int(key.max(initial=0)) + 1, num_states, dtype=np.int64)
@@ -217,11 +234,26 @@ class _Tables:
     ``np.unique(axis=1)`` is used.
     """
 
-    def __init__(self, transitions: np.ndarray, with_predecessors: bool, fold: np.ndarray | None = None) -> None:
-        self._fold = fold
+    def __init__(
+        self,
+        transitions: np.ndarray,
+        with_predecessors: bool,
+        *,
+        rows: np.ndarray | None = None,
+        relabel: np.ndarray | None = None,
+    ) -> None:
+        self._relabel = relabel
         t = np.ascontiguousarray(transitions, dtype=np.int32)
-        rows, width = t.shape
-        h = np.einsum("i,ij->j", _column_weights(rows), t)  # no BLAS threads: cheap on a busy machine
+        width = t.shape[1]
+        if rows is None:
+            weights = _column_weights(t.shape[0])
+            sample = t[:: max(1, t.shape[0] // 1024)]
+        else:
+            # zero weight for the rows left out: no copy of the rows kept
+            weights = np.zeros(t.shape[0], dtype=np.int32)
+            weights[rows] = _column_weights(rows.size)
+            sample = t.take(rows[:: max(1, rows.size // 1024)], axis=0)
+        h = np.einsum("i,ij->j", weights, t)  # no BLAS threads: cheap on a busy machine
         _, first, group = np.unique(h, return_index=True, return_inverse=True)
         group = np.asarray(group, dtype=np.intp).reshape(-1)
         cols = np.arange(width, dtype=np.intp)
@@ -234,46 +266,49 @@ class _Tables:
         # columns with many transitions first: a state's successor on a column is then often
         # the one on the column before, so few successors are met twice by the predecessors
         keep = np.sort(first)
-        present = (t[:: max(1, rows // 1024)].take(keep, axis=1) >= 0).sum(axis=0)
+        present = (sample.take(keep, axis=1) >= 0).sum(axis=0)
         keep = keep.take(np.argsort(-present, kind="stable"))
         at = np.zeros(width, dtype=np.intp)
         at[keep] = np.arange(keep.size, dtype=np.intp)
         # a column whose group has no column just before it is compared with the group's first
-        if not self._build(t, keep, adjacent, far, at.take(first.take(group.take(far))), with_predecessors):
-            distinct = np.ascontiguousarray(np.unique(t, axis=1))  # sorted columns: fine
+        far_kept = at.take(first.take(group.take(far)))
+        if not self._build(t, rows, keep, adjacent, far, far_kept, with_predecessors):
+            kept_rows = t if rows is None else t.take(rows, axis=0)
+            distinct = np.ascontiguousarray(np.unique(kept_rows, axis=1))  # sorted columns: fine
             empty = np.zeros(0, dtype=np.intp)
-            self._build(distinct, cols[: distinct.shape[1]], adjacent[:0], empty, empty, with_predecessors)
+            self._build(
+                distinct, None, cols[: distinct.shape[1]], adjacent[:0], empty, empty, with_predecessors
+            )
 
     def _build(
         self,
         t: np.ndarray,
+        rows: np.ndarray | None,
         keep: np.ndarray,
         adjacent: np.ndarray,
         far: np.ndarray,
         far_kept: np.ndarray,
         with_predecessors: bool,
     ) -> bool:
-        """Fill the tables from the columns ``keep`` of ``t``; False if the columns that
-        ``adjacent`` says are equal are not, or columns ``far`` differ from the kept columns
-        ``far_kept`` (positions in ``keep``)."""
-        rows = t.shape[0]
+        """Fill the tables from the columns ``keep`` of the rows ``rows`` of ``t`` (all: None);
+        False if the columns that ``adjacent`` says are equal are not, or columns ``far`` differ
+        from the kept columns ``far_kept`` (positions in ``keep``)."""
+        num = t.shape[0] if rows is None else rows.size
         width = -(-keep.size // 8) * 8
-        targets = np.zeros((rows, width), dtype=np.intp)
-        missing = np.zeros((rows, -(-width // 64) * 8), dtype=np.uint8)
+        targets = np.zeros((num, width), dtype=np.intp)
+        missing = np.zeros((num, -(-width // 64) * 8), dtype=np.uint8)
         differs = np.zeros(adjacent.size, dtype=bool)
         src_parts, dst_parts = [], []
         block = max(1, (1 << 19) // t.shape[1])
-        for i in range(0, rows, block):
-            chunk = t[i : i + block]
+        for i in range(0, num, block):
+            chunk = t[i : i + block] if rows is None else t.take(rows[i : i + block], axis=0)
             if adjacent.size:
                 differs |= (chunk[:, 1:] != chunk[:, :-1]).any(axis=0)
             sub = chunk.take(keep, axis=1)
             if far.size and (chunk.take(far, axis=1) != sub.take(far_kept, axis=1)).any():
                 return False
-            if self._fold is not None:
-                past = sub >= rows
-                if past.any():
-                    sub[past] = self._fold.take(sub[past] - rows)
+            if self._relabel is not None:
+                sub = self._relabel.take(sub)
             np.add(sub, 1, out=targets[i : i + block, : keep.size], casting="unsafe")
             packed = np.packbits(sub < 0, axis=1)
             missing[i : i + block, : packed.shape[1]] = packed
@@ -293,13 +328,13 @@ class _Tables:
         if with_predecessors:
             dst = np.concatenate(dst_parts).astype(np.int64)
             src = np.concatenate(src_parts)
-            self._src = np.sort(dst * rows + src) % rows
-            count = np.bincount(dst, minlength=rows)
+            self._src = np.sort(dst * num + src) % num
+            count = np.bincount(dst, minlength=num)
             self._count = count
             self.weight = count + 1.0
-            self._start = np.zeros(rows + 1, dtype=np.int64)
+            self._start = np.zeros(num + 1, dtype=np.int64)
             np.cumsum(count, out=self._start[1:])
-            self._mark = np.zeros(rows, dtype=bool)
+            self._mark = np.zeros(num, dtype=bool)
         return True
 
     def predecessors(self, states: np.ndarray) -> np.ndarray:
