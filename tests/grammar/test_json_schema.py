@@ -13,7 +13,7 @@ import json
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
@@ -577,18 +577,35 @@ HYPOTHESIS_SCHEMAS = [
 ]
 
 
+def _in_schema_order(schema: dict, value: object) -> bool:
+    """Whether the properties that ``schema`` names come in its order in ``value`` (top level only:
+    no schema above names properties below its top level)."""
+    if not isinstance(value, dict):
+        return True
+    order = list(schema.get("properties", {}))
+    seen = [order.index(k) for k in value if k in order]
+    return seen == sorted(seen)
+
+
 @pytest.mark.parametrize("index", range(len(HYPOTHESIS_SCHEMAS)))
 def test_random_instances(compiler, index) -> None:
+    """Any order: accepted exactly when valid. Schema order (the default): the same for instances
+    whose named properties come in the schema's order, and never accepted otherwise."""
     schema = HYPOTHESIS_SCHEMAS[index]
-    compiled = compiler.compile_json_schema(schema)
+    in_order = compiler.compile_json_schema(schema)
+    any_order = compiler.compile_json_schema(schema, property_order="any")
     validator = jsonschema.Draft202012Validator(schema)
 
     @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(json_values)
+    @example({"b": None, "a": 0})  # valid, but out of the schema's order
+    @example({"kind": "a", "c": [1], "x-y": True})
     def run(value) -> None:
         expected = validator.is_valid(value)
+        ordered = _in_schema_order(schema, value)
         for text in layouts(value):
-            assert accepts(compiled, text) == expected, (schema, text, expected)
+            assert accepts(any_order, text) == expected, (schema, text, expected)
+            assert accepts(in_order, text) == (expected and ordered), (schema, text, expected, ordered)
 
     run()
 
