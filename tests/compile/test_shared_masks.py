@@ -311,6 +311,12 @@ def test_a_subset_of_rows_relabelled_reads_as_that_table(
         np.testing.assert_array_equal(got, _reference(written, acc[rows], depth))
 
 
+def test_fold_with_rows_is_refused() -> None:
+    table, acc = _random_dfa(np.random.default_rng(0), 10)
+    with pytest.raises(ValueError, match="not both"):
+        mask_representatives(table, acc, 3, fold=np.zeros(0, dtype=np.int64), rows=np.arange(10))
+
+
 def test_schema_classes_from_the_unrolled_automaton_read_as_the_looping_one() -> None:
     """The places' copies fold back onto the places: the classes of the automaton before unrolling."""
     from tokensieve.automata.blank_runs import bound_blank_runs

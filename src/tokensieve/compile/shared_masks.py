@@ -73,8 +73,8 @@ def mask_representatives(
         ``transitions``, and a target ``t`` stands for state ``relabel[t]``
         (``int32`` or ``int64``, its last entry -1, which a missing transition
         reads). The rows are read a block at a time, so a subset of a large
-        table is compared without copying it. ``fold`` is the case of the
-        leading ``S`` rows.
+        table is compared without copying it. ``fold`` is the case of all
+        the rows, with ``relabel`` the identity on them.
 
     Returns
     -------
@@ -82,9 +82,10 @@ def mask_representatives(
         ``int64 (S,)``: ``rep[s] <= s``, ``rep[rep[s]] == rep[s]``.
     """
     if fold is not None:
-        head = int(transitions.shape[0])
-        rows = np.arange(head, dtype=np.int64)
-        relabel = np.concatenate([rows, np.asarray(fold, dtype=np.int64), [-1]])
+        if rows is not None or relabel is not None:
+            raise ValueError("give fold, or rows and relabel, not both")
+        head = np.arange(transitions.shape[0], dtype=np.int64)
+        relabel = np.concatenate([head, np.asarray(fold, dtype=np.int64), [-1]])
     num_states = int(transitions.shape[0]) if rows is None else int(rows.size)
     cls = np.zeros(num_states, dtype=np.int64)
     if depth > 0 and num_states:
