@@ -276,7 +276,8 @@ def test_folded_targets_read_as_the_states_they_stand_for(seed: int, shape: str)
     bigger, fold = _with_copies(rng, table)
     n = table.shape[0]
     for depth in (3, 16):
-        got = mask_representatives(bigger[:n], acc, depth, fold=fold)
+        relabel = np.concatenate([np.arange(n), fold, [-1]])
+        got = mask_representatives(bigger[:n], acc, depth, relabel=relabel)
         np.testing.assert_array_equal(got, _reference(table, acc, depth))
 
 
@@ -311,12 +312,6 @@ def test_a_subset_of_rows_relabelled_reads_as_that_table(
         np.testing.assert_array_equal(got, _reference(written, acc[rows], depth))
 
 
-def test_fold_with_rows_is_refused() -> None:
-    table, acc = _random_dfa(np.random.default_rng(0), 10)
-    with pytest.raises(ValueError, match="not both"):
-        mask_representatives(table, acc, 3, fold=np.zeros(0, dtype=np.int64), rows=np.arange(10))
-
-
 def test_schema_classes_from_the_unrolled_automaton_read_as_the_looping_one() -> None:
     """The places' copies fold back onto the places: the classes of the automaton before unrolling."""
     from tokensieve.automata.blank_runs import bound_blank_runs
@@ -335,9 +330,8 @@ def test_schema_classes_from_the_unrolled_automaton_read_as_the_looping_one() ->
     assert bounded is not None and bounded.blank_chains is not None
     first = bounded.blank_chains.first
     assert first == looping.num_states and bounded.num_states > first
-    got = mask_representatives(
-        bounded.transitions[:first], bounded.accepting[:first], 16, fold=bounded.blank_chains.folded()
-    )
+    as_places = np.append(bounded.blank_chains.places_of(np.arange(bounded.num_states)), -1)
+    got = mask_representatives(bounded.transitions[:first], bounded.accepting[:first], 16, relabel=as_places)
     np.testing.assert_array_equal(got, mask_representatives(looping.transitions, looping.accepting, 16))
     np.testing.assert_array_equal(got, _reference(looping.transitions, looping.accepting, 16))
 

@@ -461,9 +461,11 @@ class CompiledGrammar:
                 # up to that depth those states behave as in the automaton whose places loop on the
                 # blanks, which has no copies to refine
                 assert chains is not None
-                first, folded = chains.first, chains.folded()
-                head = mask_representatives(table[:first], self._accepting[:first], SHARE_DEPTH, fold=folded)
-                reps = np.concatenate([head, head.take(folded)])
+                first, as_places = chains.first, chains.places_of(np.arange(chains.end, dtype=np.int64))
+                head = mask_representatives(
+                    table[:first], self._accepting[:first], SHARE_DEPTH, relabel=np.append(as_places, -1)
+                )
+                reps = head.take(as_places)
             else:
                 reps = mask_representatives(table, self._accepting, SHARE_DEPTH)
             if chains is not None and not folds:  # copies refined as states of their own

@@ -38,9 +38,9 @@ class CountRows:
         self._num_words = num_words
         # tokens per count; the tokens over ``n`` are those over the largest count that is at most
         # ``n``, so one row per distinct count will do
-        self._per_count = np.bincount(self._counts, minlength=1)
-        self._over = self._per_count[::-1].cumsum()[::-1]  # tokens with at least each count
-        self._distinct = np.union1d(np.flatnonzero(self._per_count), [0]).astype(np.int64)
+        per_count = np.bincount(self._counts, minlength=1)
+        self._over = per_count[::-1].cumsum()[::-1]  # tokens with at least each count
+        self._distinct = np.union1d(np.flatnonzero(per_count), [0]).astype(np.int64)
         self._rows: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -82,4 +82,4 @@ class CountRows:
         """Bytes held by the memoised rows and the counts."""
         with self._lock:
             rows = sum(r.nbytes for r in self._rows.values())
-        return int(self._counts.nbytes + self._per_count.nbytes + self._over.nbytes + rows)
+        return int(self._counts.nbytes + self._over.nbytes + self._distinct.nbytes + rows)

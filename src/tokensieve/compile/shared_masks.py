@@ -48,7 +48,6 @@ def mask_representatives(
     accepting: np.ndarray,
     depth: int,
     *,
-    fold: np.ndarray | None = None,
     rows: np.ndarray | None = None,
     relabel: np.ndarray | None = None,
 ) -> np.ndarray:
@@ -63,29 +62,21 @@ def mask_representatives(
     depth
         States equivalent for every string of at most this many bytes (and in
         acceptance) agree on every token of at most this many bytes.
-    fold
-        Optional ``int64``: a target ``t >= S`` stands for state
-        ``fold[t - S]`` (the copies of :class:`~tokensieve.automata.blank_runs.BlankChains`
-        read as their places: ``transitions`` is then the leading rows of a
-        larger table, which is not copied).
     rows, relabel
-        Optional: the states are the rows ``rows`` (``int64``) of
-        ``transitions``, and a target ``t`` stands for state ``relabel[t]``
-        (``int32`` or ``int64``, its last entry -1, which a missing transition
-        reads). The rows are read a block at a time, so a subset of a large
-        table is compared without copying it. ``fold`` is the case of all
-        the rows, with ``relabel`` the identity on them.
+        Optional: the states are the rows ``rows`` (``int64``; all rows by
+        default) of ``transitions``, and a target ``t`` stands for state
+        ``relabel[t]`` (``int32`` or ``int64``, its last entry -1, which a
+        missing transition reads). The rows are read a block at a time, so a
+        subset of a large table is compared without copying it; and targets
+        past the rows can stand for rows (the copies of
+        :class:`~tokensieve.automata.blank_runs.BlankChains` read as their
+        places, with ``transitions`` the leading rows of the table).
 
     Returns
     -------
     numpy.ndarray
         ``int64 (S,)``: ``rep[s] <= s``, ``rep[rep[s]] == rep[s]``.
     """
-    if fold is not None:
-        if rows is not None or relabel is not None:
-            raise ValueError("give fold, or rows and relabel, not both")
-        head = np.arange(transitions.shape[0], dtype=np.int64)
-        relabel = np.concatenate([head, np.asarray(fold, dtype=np.int64), [-1]])
     num_states = int(transitions.shape[0]) if rows is None else int(rows.size)
     cls = np.zeros(num_states, dtype=np.int64)
     if depth > 0 and num_states:
