@@ -113,25 +113,38 @@ def test_masks_of_the_later_layers_match_brute_force(index: int) -> None:
     """Every state, derived or walked, met in a random order; through ``fill_row`` on a fresh grammar too,
     the derived states first (their bases not computed yet), then again once they are."""
     info = _info(index)
-    compile_ = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema
-    compiled = compile_(SCHEMAS[index], strict=False)
-    layers = compiled.dfa.layer_copies
-    assert layers is not None
-    derived = np.flatnonzero(layers.base >= 0)
-    assert derived.size > compiled.num_states // 3
+    compiled, fresh, layers, derived = _layered(info, SCHEMAS[index], 1 / 3)
     # rooms under and over the most characters a token begins: both the AND and the base's mask itself
     rooms = layers.room.take(derived)
     assert rooms.min() == 0 and rooms.max() > 20
+    _check_every_mask(compiled, fresh, info, index)
+
+
+def _layered(info: TokenizerInfo, schema: dict, share: float) -> tuple:
+    """``(compiled, fresh, layer_copies, derived states)``: ``schema`` compiled twice without masks
+    ahead, more than ``share`` of its states derived."""
+    compile_ = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema
+    compiled = compile_(schema, strict=False)
+    layers = compiled.dfa.layer_copies
+    assert layers is not None
+    derived = np.flatnonzero(layers.base >= 0)
+    assert derived.size > compiled.num_states * share
+    return compiled, compile_(schema, strict=False), layers, derived
+
+
+def _check_every_mask(compiled, fresh, info: TokenizerInfo, seed: int) -> None:
+    """Every state's mask is brute force's, met in a random order; and through ``fill_row`` on ``fresh``
+    (the same grammar, compiled again), the derived states first, then again once their bases are known."""
     expected = _brute_force(compiled.dfa, info)
     order = list(range(compiled.num_states))
-    random.Random(index).shuffle(order)
+    random.Random(seed).shuffle(order)
     for s in order:
         got = _bits(compiled.token_mask(s), info.vocab_size)
         bad = np.flatnonzero(got != expected[s])
         assert not bad.size, (s, [info.decoded_vocab[t] for t in bad[:5] if t < len(info.decoded_vocab)])
-    fresh = compile_(SCHEMAS[index], strict=False)
+    base = fresh.dfa.layer_copies.base
     row = np.empty(fresh.num_words, dtype=np.int32)
-    first = derived.tolist() + [s for s in range(fresh.num_states) if layers.base[s] < 0]
+    first = np.flatnonzero(base >= 0).tolist() + np.flatnonzero(base < 0).tolist()
     for _ in range(2):
         for s in first:
             row.fill(-1)
@@ -288,3 +301,53 @@ def test_units_begun_match_the_counted_automaton() -> None:
     assert alive[0].sum() > 1000 and alive[1:].any()  # most tokens from a boundary, some from inside
     np.testing.assert_array_equal(counts[alive], expected[:, ids][alive])
     assert expected.max() > 30  # long tokens are counted as far as they go
+
+
+#: strings in a format or with a pattern, bounded in length: the layers of a product (automata/layered_product.py)
+PRODUCT_SCHEMAS = [
+    {"type": "string", "format": "email", "maxLength": 40},
+    {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[a-c]+@[a-c]+$", "minLength": 2, "maxLength": 30},
+        "maxItems": 2,
+    },
+    {"type": "string", "pattern": "^(a|b)*c(a|b){0,3}$", "minLength": 3, "maxLength": 36},
+    # ten units at least to end from the head: layers with room for 16 more units and less than 26
+    {"type": "string", "pattern": "^[ab]+@[ab]+\\.[ab]{6,}$", "maxLength": 40},
+    {
+        "type": "array",
+        "items": {"type": "string", "pattern": "^[ab]+@[ab]{9,}$", "maxLength": 30},
+        "maxItems": 3,
+    },
+]
+#: words an e-mail address is made of
+_ADDRESS_WORDS = b"@ a@b ab@ @a . a.b [ ] [1.2.3.4] IPv6: ::1 c abc".split() + [
+    word
+    for n in range(2, 21)
+    for word in (b"a" * n, b"ab" * (n // 2) + b"a" * (n % 2), b"b" * (n - 1) + b"@")
+]
+
+
+@pytest.mark.parametrize("index", range(len(PRODUCT_SCHEMAS)))
+def test_masks_of_the_later_layers_of_a_product_match_brute_force(index: int) -> None:
+    info = _info(30 + index, _vocab(30 + index) + _ADDRESS_WORDS)
+    compiled, fresh, layers, _ = _layered(info, PRODUCT_SCHEMAS[index], 1 / 5)
+    assert any(u.begins.sum() > 1 for u in layers.units)  # several boundaries: a product's places
+    _check_every_mask(compiled, fresh, info, index)
+
+
+@pytest.mark.parametrize("precompute", [False, True])
+def test_far_layers_of_a_product_are_left_out_of_the_walks_arrays(precompute: bool) -> None:
+    longest = [b"x" * 24, b"ab" * 12, b"a" * 23 + b'"']
+    vocab = [word for word in _vocab(40) + _ADDRESS_WORDS if len(word) < 24] + longest
+    info = _info(0, vocab)
+    compiled = GrammarCompiler(info, precompute=precompute, cache_enabled=False).compile_json_schema(
+        {"type": "string", "format": "email", "maxLength": 254}, strict=False
+    )
+    rows = compiled.automaton._copy_rows
+    assert rows is not None and rows.unread.size > 500
+    expected = _brute_force(compiled.dfa, info)
+    for s in range(compiled.num_states):
+        np.testing.assert_array_equal(
+            _bits(compiled.token_mask(s), info.vocab_size), expected[s], err_msg=str(s)
+        )

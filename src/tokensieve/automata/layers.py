@@ -17,6 +17,14 @@ those that begin too many units, a count that depends only on the token and
 the place ``l`` (:mod:`tokensieve.compile.unit_needs`). :class:`LayerCopies`
 records, per state of the final automaton, the base state, the room and the
 place, so the compile stage walks the base layer only.
+
+A repetition intersected with another automaton (a string of at most 254
+characters in e-mail format) is built by layers too
+(:mod:`~tokensieve.automata.layered_product`): a place is then a place of the
+unit together with a state of the other automaton, several places begin a
+unit, and a token's count adds the fewest units that lead from where it ends
+to an accepting boundary. Its layers are recorded state by state
+(:class:`ExplicitLayers`).
 """
 
 from __future__ import annotations
@@ -28,7 +36,16 @@ import numpy as np
 from .._memo import BoundedMemo
 from ..grammar.ir import Automaton
 
-__all__ = ["LayerCopies", "Layers", "Unit", "layers_of", "mark_layered"]
+__all__ = ["ExplicitLayers", "LayerCopies", "Layers", "Unit", "layers_of", "mark_layered"]
+
+
+#: ``(states, bases, rooms, places, lags)``, see :meth:`Layers.derived`
+Derived = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _no_derived() -> Derived:
+    empty = np.zeros(0, dtype=np.int64)
+    return empty, empty, empty, empty, empty
 
 
 @dataclass(frozen=True)
@@ -54,33 +71,77 @@ class Layers:
         (whose boundary is the start, which a splice leaves out of its copies)."""
         return max(self.min_count, 1)
 
-    def derived(self, num_states: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(states, bases, rooms, places)``: the states past the base layer (``int64``), by the automaton's numbers.
+    def derived(self, num_states: int) -> Derived:
+        """``(states, bases, rooms, places, lags)``: the states past the base layer (``int64``), by the automaton's numbers.
 
         ``rooms``: how many more units may begin from each (the one a state is
-        inside of already begun); ``places``: its place in the unit.
+        inside of already begun); ``places``: its place in the unit;
+        ``lags``: how many layers it lies past the last layer with a walked
+        state (the base layer).
         """
         width, base = self.width, self.base_layer
         if num_states != self.max_count * width + 1 or base >= self.max_count:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty, empty
+            return _no_derived()
         states = np.arange((base + 1) * width, num_states, dtype=np.int64)
         layer, place = np.divmod(states, width)
         rooms = self.max_count - layer - (place != 0)
-        return states, base * width + place, rooms, place
+        return states, base * width + place, rooms, place, layer - base
+
+    def unit(self, node: Automaton) -> Unit:
+        """The unit of ``node``, read off its first layer."""
+        return Unit.of(node, self)
+
+
+@dataclass(frozen=True, eq=False)
+class ExplicitLayers:
+    """The derived states of a layered automaton, given state by state (see :mod:`.layered_product`).
+
+    Attributes
+    ----------
+    num_states
+        States of the automaton.
+    states, bases, rooms, places, lags
+        What :meth:`Layers.derived` returns: the states derived (``int64``),
+        their base states, how many more units may begin from each, their
+        places in :attr:`unit_table` (among its :attr:`Unit.counted`), and how
+        many layers each lies past the last layer before it with a walked state.
+    unit_table
+        The layers' :class:`Unit`.
+    """
+
+    num_states: int
+    states: np.ndarray
+    bases: np.ndarray
+    rooms: np.ndarray
+    places: np.ndarray
+    lags: np.ndarray
+    unit_table: Unit
+
+    def derived(self, num_states: int) -> Derived:
+        """``(states, bases, rooms, places, lags)`` as :meth:`Layers.derived` says (empty unless ``num_states`` matches)."""
+        if num_states != self.num_states:
+            return _no_derived()
+        return self.states, self.bases, self.rooms, self.places, self.lags
+
+    def unit(self, node: Automaton) -> Unit:
+        """The layers' unit (``node`` is the automaton they describe)."""
+        return self.unit_table
 
 
 #: the layered automata met lately (equal automata have equal layers, so content is the key); the
 #: memo holds them, so it is bounded by their size too (a string of 2,000 characters is 2.5 MB)
-_LAYERED: BoundedMemo[Layers] = BoundedMemo(max_entries=512, max_size=64 << 20)
+_LAYERED: BoundedMemo[Layers | ExplicitLayers] = BoundedMemo(max_entries=512, max_size=64 << 20)
 
 
-def mark_layered(node: Automaton, layers: Layers) -> None:
+def mark_layered(node: Automaton, layers: Layers | ExplicitLayers) -> None:
     """Record that ``node`` was built by layers as ``layers`` says (only its builder may)."""
-    _LAYERED.put(node, layers, len(node.runs) + len(node.accepting))
+    size = len(node.runs) + len(node.accepting)
+    if isinstance(layers, ExplicitLayers):
+        size += sum(a.nbytes for a in layers.derived(layers.num_states))
+    _LAYERED.put(node, layers, size)
 
 
-def layers_of(node: Automaton) -> Layers | None:
+def layers_of(node: Automaton) -> Layers | ExplicitLayers | None:
     """The layers of ``node`` if it was built by layers (and is still remembered), else ``None``."""
     return _LAYERED.get(node)
 
@@ -93,13 +154,47 @@ class Unit:
     ----------
     table
         ``int16 (width, 256)``, read-only: place after each byte (-1: none).
-        Leaving place 0 begins a unit.
+        A byte read from a place of :attr:`begins` begins a unit.
     key
-        The table's bytes: equal units share their per-vocabulary tables.
+        The arrays' bytes: equal units share their per-vocabulary tables.
+    begins
+        ``bool (width,)``: the boundaries between units (place 0 alone, but
+        for the layers of a product).
+    extra
+        ``int16 (width,)``: the fewest units that lead from each place to a
+        boundary where the repetition may end (0 everywhere, but for the
+        layers of a product).
+    counted
+        ``int16 (m,)``: the places that derived states may have, whose
+        counts the vocabularies keep (every place, but for the layers of a
+        product).
     """
 
     table: np.ndarray
     key: bytes
+    begins: np.ndarray
+    extra: np.ndarray
+    counted: np.ndarray
+
+    @classmethod
+    def of_arrays(
+        cls, table: np.ndarray, begins: np.ndarray, extra: np.ndarray, counted: np.ndarray | None = None
+    ) -> Unit:
+        """The unit of these arrays (copied read-only; ``counted``: every place by default)."""
+        table = np.array(table, dtype=np.int16)
+        begins = np.array(begins, dtype=bool)
+        extra = np.array(extra, dtype=np.int16)
+        counted = np.arange(table.shape[0], dtype=np.int16) if counted is None else np.array(counted, dtype=np.int16)
+        arrays = (table, begins, extra, counted)
+        for array in arrays:
+            array.setflags(write=False)
+        key = b"".join(a.tobytes() + len(a).to_bytes(4, "little") for a in arrays)
+        return cls(table, key, begins, extra, counted)
+
+    @property
+    def slack(self) -> int:
+        """The most units any place needs to end (see :attr:`extra`)."""
+        return int(self.extra.max(initial=0))
 
     @classmethod
     def of(cls, node: Automaton, layers: Layers) -> Unit:
@@ -112,8 +207,9 @@ class Unit:
         table = np.full((width, 256), -1, dtype=np.int16)
         for q, a, b, t in zip(*(x[:first].tolist() for x in (src, lo, hi, dst)), strict=True):
             table[q, a : b + 1] = t % width  # the next boundary is place 0 again
-        table.setflags(write=False)
-        return cls(table, table.tobytes())
+        begins = np.zeros(width, dtype=bool)
+        begins[0] = True
+        return cls.of_arrays(table, begins, np.zeros(width, dtype=np.int16))
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,6 +228,10 @@ class LayerCopies:
         ``int16 (S,)``: index of its unit in ``units``.
     units
         The units of the repetitions.
+    lag
+        ``int32 (S,)``: how many layers a derived state lies past the last
+        layer before it with a walked state (its base layer, but for the
+        layers of a product).
     """
 
     base: np.ndarray
@@ -139,6 +239,7 @@ class LayerCopies:
     place: np.ndarray
     unit: np.ndarray
     units: tuple[Unit, ...]
+    lag: np.ndarray
 
     def padded(self, num_states: int) -> LayerCopies:
         """The same, for an automaton with states added after these (walked as usual)."""
@@ -152,29 +253,25 @@ class LayerCopies:
             return out
 
         return LayerCopies(
-            pad(self.base, -1), pad(self.room, 0), pad(self.place, 0), pad(self.unit, 0), self.units
+            pad(self.base, -1), pad(self.room, 0), pad(self.place, 0), pad(self.unit, 0), self.units, pad(self.lag, 0)
         )
 
     def beyond(self, layers: int) -> np.ndarray | None:
-        """``bool (S,)``: the derived states more than ``layers`` layers past their base layer (``None``: none).
+        """``bool (S,)``: the derived states more than ``layers`` layers past the last layer before them
+        with a walked state (``None``: none)."""
+        out = (self.base >= 0) & (self.lag > layers)
+        return out if out.any() else None
 
-        A state's room is the repetition's bound less its layer (less one
-        inside a unit), so within a copy and place the room drops by one a
-        layer: the first layer past the base has the greatest.
+    def far(self, depth: int) -> np.ndarray:
+        """``bool (S,)``: the derived states that no string of ``depth`` bytes can take past their room.
+
+        Up to that depth they read as their base does. A place of a product
+        may need more units to end (:attr:`Unit.extra`), so its room must
+        exceed ``depth`` by its unit's :attr:`Unit.slack`.
         """
-        derived = np.flatnonzero(self.base >= 0)
-        if not derived.size:
-            return None
-        base = self.base.take(derived).astype(np.int64)
-        room = self.room.take(derived).astype(np.int64)
-        top = np.zeros(self.base.size, dtype=np.int64)
-        np.maximum.at(top, base, room)  # the room of the first layer past each base
-        far = top.take(base) + 1 - room > layers
-        if not far.any():
-            return None
-        out = np.zeros(self.base.size, dtype=bool)
-        out[derived[far]] = True
-        return out
+        slack = np.array([u.slack for u in self.units], dtype=np.int64)
+        need = depth + slack.take(self.unit.astype(np.int64)) if slack.any() else depth
+        return (self.base >= 0) & (self.room >= need)
 
     def bases_of(self, states: np.ndarray) -> np.ndarray:
         """``states`` (``int64``) with every derived state replaced by its base."""

@@ -56,7 +56,7 @@ from ..grammar.ir import (
 from ..limits import Limits
 from .determinize import _search
 from .dfa import ByteDFA
-from .layers import LayerCopies, Unit, layers_of
+from .layers import Derived, LayerCopies, Unit, layers_of
 from .nfa import automaton_edges, automaton_runs
 
 __all__ = ["SPLICE_MIN_STATES", "SplicePlan", "plan_splice", "splice"]
@@ -233,7 +233,7 @@ class _Copyable:
     #: for an automaton built by layers: the unit, and ``(states, bases, rooms, places)`` of the
     #: states whose masks are derived (numbered in the copy; see :mod:`.layers`)
     unit: Unit | None = None
-    derived: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+    derived: Derived | None = None
 
 
 def _copyable(node: Automaton) -> _Copyable:
@@ -272,10 +272,10 @@ def _copyable(node: Automaton) -> _Copyable:
     unit, derived = None, None
     layers = layers_of(node)
     if layers is not None:
-        states, bases, rooms, places = layers.derived(n)
+        states, bases, rooms, places, lags = layers.derived(n)
         if states.size and keep.take(states).all() and keep.take(bases).all():
-            unit = Unit.of(node, layers)
-            derived = (local.take(states), local.take(bases), rooms, places)
+            unit = layers.unit(node)
+            derived = (local.take(states), local.take(bases), rooms, places, lags)
     got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes, unit, derived)
     size = cells.nbytes + targets.nbytes + end_bytes.nbytes
     if size <= _COPYABLE_BYTES // 4:
@@ -426,23 +426,25 @@ def _layer_copies(
     room = np.zeros(total, dtype=np.int32)
     place = np.zeros(total, dtype=np.int16)
     unit = np.zeros(total, dtype=np.int16)
+    lag = np.zeros(total, dtype=np.int32)
     units: dict[bytes, int] = {}
     found: list[Unit] = []
     for c in copies:
         piece = tables[copy_auto[c]]
         assert piece.derived is not None and piece.unit is not None
-        states, bases_in_copy, rooms, places = piece.derived
+        states, bases_in_copy, rooms, places, lags = piece.derived
         at = states + int(bases[c])
         base[at] = bases_in_copy + int(bases[c])
         room[at] = rooms
         place[at] = places
+        lag[at] = lags
         k = units.setdefault(piece.unit.key, len(found))
         if k == len(found):
             found.append(piece.unit)
         unit[at] = k
-    for array in (base, room, place, unit):
+    for array in (base, room, place, unit, lag):
         array.setflags(write=False)
-    return LayerCopies(base, room, place, unit, tuple(found))
+    return LayerCopies(base, room, place, unit, tuple(found), lag)
 
 
 def _clashes(

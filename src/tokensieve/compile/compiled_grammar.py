@@ -453,7 +453,7 @@ class CompiledGrammar:
             assert table is not None
             folds = chains is not None and chains.most >= SHARE_DEPTH and chains.end == self.num_states
             layers = self._layers
-            far = None if layers is None else (layers.base >= 0) & (layers.room >= SHARE_DEPTH)
+            far = None if layers is None else layers.far(SHARE_DEPTH)
             if far is not None and far.any():
                 reps = self._representatives_folded(table, far, chains if folds else None)
             elif folds:

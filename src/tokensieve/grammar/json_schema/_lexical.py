@@ -21,6 +21,7 @@ from ...automata import ops as _ops
 from ...automata.blank_runs import BLANK, blank_run
 from ...automata.build import ir_to_dfa
 from ...automata.counted import cached_counted_repeat
+from ...automata.layered_product import layered_intersection
 from ...automata.splice import SPLICE_MIN_STATES
 from ...limits import Limits
 from .. import json_formats as _formats
@@ -29,6 +30,7 @@ from .. import json_strings as _strings
 from ..ir import (
     EMPTY,
     NOTHING,
+    Automaton,
     Node,
     byte_class,
     char_class,
@@ -102,7 +104,19 @@ def _cached_op(name: str, fn: Callable[[Node, Node, Any], Node], x: Node, y: Nod
 def intersect(x: Node, y: Node, limits: Any) -> Node:
     """Intersection of two regular IR languages (needs :mod:`tokensieve.automata.ops`)."""
     assert _ops is not None
-    return _cached_op("intersect", _ops.ir_intersect, x, y, limits)
+    return _cached_op("intersect", _intersect, x, y, limits)
+
+
+def _intersect(x: Node, y: Node, limits: Any) -> Node:
+    """A length-bounded string and another string language by layers, when that works
+    (:mod:`tokensieve.automata.layered_product`); else the general product."""
+    assert _ops is not None
+    for a, b in ((x, y), (y, x)):
+        if isinstance(a, Automaton):
+            built = layered_intersection(a, b, limits)
+            if built is not None:
+                return built
+    return _ops.ir_intersect(x, y, limits)
 
 
 def difference(x: Node, y: Node, limits: Any) -> Node:
