@@ -41,10 +41,11 @@ from .ops import automaton_to_dfa, dfa_to_ir
 
 __all__ = ["MAX_COUNTED", "MAX_PLACES", "layered_intersection"]
 
-#: the most places of a layer
-MAX_PLACES = 2048
-#: the most (layer, place) pairs considered (bools per array; a string of 10,000 characters with 800 places)
-MAX_PAIRS = 8_000_000
+#: the most places of a layer (the searches over places take up to one round per place)
+MAX_PLACES = 1024
+#: the most (layer, place) pairs considered (a string of 10,000 characters with 200 places; several
+#: arrays of this many entries, some of 8 bytes, are built)
+MAX_PAIRS = 2_000_000
 #: the most places whose states derive their masks: every vocabulary keeps a count per token and
 #: counted place of each unit it meets (64 places of a 131k-token vocabulary: 16 MB); the others are walked
 MAX_COUNTED = 64
