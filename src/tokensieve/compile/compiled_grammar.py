@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CompiledGrammar"]
 
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: layer copies with lags, units with boundaries and counted places
 
 #: on a cache miss, states reachable within this many bytes are computed in the same walk ...
 _PREFETCH_DEPTH = 16

@@ -24,7 +24,7 @@ __all__ = ["DiskCache", "cache_key"]
 
 logger = logging.getLogger("tokensieve")
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 _ALLOWED = {
     ("builtins", "frozenset"),
