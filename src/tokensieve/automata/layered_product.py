@@ -102,21 +102,23 @@ def layered_intersection(node: Automaton, other: Node, limits: Limits | None = N
     n, lo, k = layers.max_count, layers.min_count, table.shape[0]
     if (n + 1) * k > MAX_PAIRS:
         return None
-    reached, settled = _reached(table, ends, n)
-    alive = reached & _ending(table, ends, begins, final, extra, n, lo)
+    inner, across = _moves(table, ends, False), _moves(table, ends, True)
     room = _rooms(begins, n)
+    reached, settled = _reached(inner, across, k, n)
+    alive = reached & _ending(inner, across, room, extra, lo)
     # from the least count on, a place with room for the most units it can still read is read alike
     free = alive & (room >= _longest(table, begins)[None, :])
     free[:lo] = False
     layered = alive & ~free
     has_free = free.any(axis=0)
-    total = int(layered.sum()) + int(has_free.sum())
+    in_layers = int(layered.sum())
+    total = in_layers + int(has_free.sum())
     if not alive[0, 0] or total > limits.max_dfa_states:
         return None
     number = np.full((n + 1, k), -1, dtype=np.int64)
-    number[layered] = np.arange(int(layered.sum()))
+    number[layered] = np.arange(in_layers)
     free_number = np.full(k, -1, dtype=np.int64)
-    free_number[has_free] = np.arange(int(layered.sum()), total)
+    free_number[has_free] = np.arange(in_layers, total)
     number[free] = np.broadcast_to(free_number, free.shape)[free]
     layer, place = np.nonzero(layered)  # row-major: layer by layer, the start first unless it is free
     out = np.full((total, 256), -1, dtype=np.int64)
@@ -132,7 +134,7 @@ def layered_intersection(node: Automaton, other: Node, limits: Limits | None = N
         [begins.take(place) & final.take(place) & (layer >= lo), begins.take(loose) & final.take(loose)]
     )
     built = dfa_to_ir(ByteDFA(out.astype(np.int32), accepting, int(number[0, 0])))
-    mark_layered(built, _layers(number, layered, begins, extra, table, max(lo, 1, settled), n, total))
+    mark_layered(built, _layers(number, layered, room, begins, extra, table, max(lo, 1, settled), total))
     return built
 
 
@@ -223,16 +225,18 @@ def _closure(seen: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return seen
 
 
-def _reached(table: np.ndarray, ends: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-    """``bool (n + 1, k)``: the places each layer reaches from the start; and the first layer from which
-    every layer reaches the same (``n`` when none).
+def _reached(
+    inner: tuple[np.ndarray, np.ndarray], across: tuple[np.ndarray, np.ndarray], k: int, n: int
+) -> tuple[np.ndarray, int]:
+    """``bool (n + 1, k)``: the places each layer reaches from the start, by the moves within a layer
+    (``inner``) and into the next (``across``), see :func:`_moves`; and the first layer from which every
+    layer reaches the same (``n`` when none).
 
     A layer's places follow from those the layer before hands over, so once
     two layers are entered alike, all the later ones are too.
     """
-    inner, across = _moves(table, ends, False), _moves(table, ends, True)
-    out = np.zeros((n + 1, table.shape[0]), dtype=bool)
-    entries = np.zeros(table.shape[0], dtype=bool)
+    out = np.zeros((n + 1, k), dtype=bool)
+    entries = np.zeros(k, dtype=bool)
     entries[0] = True
     for i in range(n + 1):
         out[i] = _closure(entries, *inner)
@@ -246,27 +250,26 @@ def _reached(table: np.ndarray, ends: np.ndarray, n: int) -> tuple[np.ndarray, i
 
 
 def _ending(
-    table: np.ndarray,
-    ends: np.ndarray,
-    begins: np.ndarray,
-    final: np.ndarray,
+    inner: tuple[np.ndarray, np.ndarray],
+    across: tuple[np.ndarray, np.ndarray],
+    room: np.ndarray,
     extra: np.ndarray,
-    n: int,
     lo: int,
 ) -> np.ndarray:
-    """``bool (n + 1, k)``: the places from which each layer still reaches an accepting boundary.
+    """``bool (n + 1, k)``: the places from which each layer still reaches an accepting boundary
+    (``room`` from :func:`_rooms`, the moves as :func:`_reached` takes them).
 
     From layer ``lo`` on, every boundary where the other automaton accepts
     accepts, so a place reaches one iff its room holds its :func:`_extra`
     units; the layers before are followed back from layer ``lo``.
     """
-    out = extra[None, :] <= _rooms(begins, n)
+    out = extra[None, :] <= room
     out[:lo] = False
     if lo:
-        src, dst = _moves(table, ends, False)
-        back_src, back_dst = _moves(table, ends, True)
+        src, dst = inner
+        back_src, back_dst = across
         for i in range(lo - 1, -1, -1):
-            handing = np.zeros(table.shape[0], dtype=bool)
+            handing = np.zeros(room.shape[1], dtype=bool)
             handing[back_src[out[i + 1].take(back_dst)]] = True
             out[i] = _closure(handing, dst, src)  # the places that lead to those within the layer
     return out
@@ -299,17 +302,19 @@ def _longest(table: np.ndarray, begins: np.ndarray) -> np.ndarray:
 def _layers(
     number: np.ndarray,
     layered: np.ndarray,
+    room: np.ndarray,
     begins: np.ndarray,
     extra: np.ndarray,
     table: np.ndarray,
     base: int,
-    n: int,
     total: int,
 ) -> ExplicitLayers:
     """The derived states: those of the layers past ``base`` at a place that layer ``base`` has, at most
-    :data:`MAX_COUNTED` places (those with the most such states); the other states are walked."""
+    :data:`MAX_COUNTED` places (those with the most such states); the other states are walked.
+    ``room``: from :func:`_rooms`."""
     unit_places = np.zeros(0, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
+    n = room.shape[0] - 1
     if base < n:
         later = np.arange(n + 1)[:, None] > base
         derived = layered & later & layered[base][None, :]
@@ -331,7 +336,7 @@ def _layers(
     arrays = (
         number[layer, place],
         number[base, place],
-        _rooms(begins, n)[layer, place],
+        room[layer, place],
         place.astype(np.int64),
         layer - last_walked,
     )
