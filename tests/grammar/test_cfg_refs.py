@@ -117,3 +117,35 @@ def test_a_grammar_with_shared_bodies_validates_and_trims() -> None:
     g = Grammar({"root": dag, "used": ir.literal("u"), "unused": ir.literal("n")})
     assert set(g.reachable().rules) == {"root", "used"}
     assert referenced_rules(dag) == ["used"]
+
+
+def test_reachable_rules_are_those_of_a_fresh_grammar() -> None:
+    """The trimmed grammar reuses the references found when the whole one was checked: it must
+    equal (and hash as) the grammar built from its rules, whose references are found anew."""
+    rng = random.Random(7)
+    for trial in range(40):
+        names = [f"r{i}" for i in range(8)]
+        rules: dict[str, Node] = {}
+        for name in names:
+            refs = [RuleRef(rng.choice(names)) for _ in range(rng.randrange(3))]
+            rules[name] = ir.concat(ir.literal(name), *refs) if refs else ir.literal(name)
+        whole = Grammar(rules, "r0")
+        trimmed = whole.reachable()
+        fresh = Grammar(dict(trimmed.rules), "r0")
+        assert trimmed == fresh and hash(trimmed) == hash(fresh)
+        # the oracle: rules met by a search over the plain walk of each body
+        seen, todo = {"r0"}, ["r0"]
+        while todo:
+            for ref in rule_refs(rules[todo.pop()]):
+                if ref not in seen:
+                    seen.add(ref)
+                    todo.append(ref)
+        assert set(trimmed.rules) == seen, trial
+        for name in trimmed.rules:
+            assert (
+                trimmed.references(name)
+                == fresh.references(name)
+                == tuple(dict.fromkeys(rule_refs(rules[name])))
+            )
+        if seen == set(names):
+            assert trimmed is whole

@@ -132,13 +132,13 @@ def compile_grammar_automaton(
         )
     rules = _drop_unproductive(dict(grammar.rules), grammar.root)
     rules = _rewrite_left_recursion(rules)
-    recursive = _recursive_rules(rules)
+    recursive = _recursive_rules(rules, _references(grammar, rules))
     if recursive and blank_runs is not None:
         # unrolling each rule's automaton made the compile-time walks of the pushdown slower (on
         # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): recursive
         # grammars bound the runs in the IR, as the grammar would write them
         rules = {n: _bounded_blank_loops(b, blank_runs, limits) for n, b in rules.items()}
-    inlined = _Inliner(rules, recursive)
+    inlined = _Inliner(rules, recursive, _references(grammar, rules))
     if not recursive:
         dfa = ir_to_dfa(inlined.expand(grammar.root), limits)
         if blank_runs is None:
@@ -419,9 +419,17 @@ def _check_left_recursion(bodies: dict[str, Node]) -> None:
         )
 
 
-def _recursive_rules(rules: dict[str, Node]) -> set[str]:
+def _references(grammar: Grammar, rules: dict[str, Node]) -> dict[str, tuple[str, ...]]:
+    """The rules each of ``rules`` references: ``grammar``'s where the body is still its own."""
+    known = grammar.rules
+    return {
+        n: grammar.references(n) if known.get(n) is b else tuple(referenced_rules(b)) for n, b in rules.items()
+    }
+
+
+def _recursive_rules(rules: dict[str, Node], references: dict[str, tuple[str, ...]]) -> set[str]:
     """Rules on a cycle of the reference graph (Tarjan's SCCs, iterative)."""
-    graph = {n: sorted(referenced_rules(b)) for n, b in rules.items()}
+    graph = {n: sorted(references[n]) for n in rules}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on: set[str] = set()
@@ -467,9 +475,10 @@ def _recursive_rules(rules: dict[str, Node]) -> set[str]:
 class _Inliner:
     """Replaces references to non-recursive rules by their (inlined) bodies."""
 
-    def __init__(self, rules: dict[str, Node], recursive: set[str]) -> None:
+    def __init__(self, rules: dict[str, Node], recursive: set[str], references: dict[str, tuple[str, ...]]) -> None:
         self.rules = rules
         self.recursive = recursive
+        self.references = references
         self.memo: dict[str, Node] = {}
 
     def expand(self, name: str) -> Node:
@@ -486,7 +495,7 @@ class _Inliner:
                 continue
             seen.add(n)
             stack.append((n, True))
-            for ref in referenced_rules(self.rules[n]):
+            for ref in self.references[n]:
                 if ref not in self.recursive and ref not in seen:
                     stack.append((ref, False))
         for n in order:

@@ -71,16 +71,24 @@ class Grammar:
     rules: Mapping[str, Node]
     root: str = "root"
     _hash: int = field(default=0, init=False, repr=False, compare=False)
+    _references: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         rules = dict(self.rules)
-        object.__setattr__(self, "rules", rules)
         if self.root not in rules:
             raise GrammarError(f"the grammar has no rule named {self.root!r} to start from")
-        for name, body in rules.items():
-            for ref in referenced_rules(body):
+        references = {name: tuple(referenced_rules(body)) for name, body in rules.items()}
+        for name, refs in references.items():
+            for ref in refs:
                 if ref not in rules:
                     raise GrammarError(f"rule {name!r} references the undefined rule {ref!r}")
+        self._settle(rules, references)
+
+    def _settle(self, rules: dict[str, Node], references: dict[str, tuple[str, ...]]) -> None:
+        object.__setattr__(self, "rules", rules)
+        object.__setattr__(self, "_references", references)
         object.__setattr__(
             self, "_hash", hash((self.root, tuple(sorted(rules.items(), key=lambda kv: kv[0]))))
         )
@@ -88,16 +96,29 @@ class Grammar:
     def __hash__(self) -> int:
         return self._hash
 
+    def references(self, name: str) -> tuple[str, ...]:
+        """The distinct names of the rules that rule ``name``'s body references (see :func:`referenced_rules`)."""
+        return self._references[name]
+
     def reachable(self) -> Grammar:
-        """The same grammar without the rules that the root cannot reach."""
+        """The same grammar without the rules that the root cannot reach (``self`` when there are none)."""
         seen = {self.root}
         todo = [self.root]
         while todo:
-            for ref in referenced_rules(self.rules[todo.pop()]):
+            for ref in self._references[todo.pop()]:
                 if ref not in seen:
                     seen.add(ref)
                     todo.append(ref)
-        return Grammar({k: v for k, v in self.rules.items() if k in seen}, self.root)
+        if len(seen) == len(self.rules):
+            return self
+        # a subset of a valid grammar's rules, closed under reference: valid, and its references known
+        kept = object.__new__(Grammar)
+        object.__setattr__(kept, "root", self.root)
+        kept._settle(
+            {k: v for k, v in self.rules.items() if k in seen},
+            {k: v for k, v in self._references.items() if k in seen},
+        )
+        return kept
 
     @classmethod
     def from_gbnf(cls, text: str, *, root: str = "root") -> Grammar:
