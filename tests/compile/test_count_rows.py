@@ -30,3 +30,31 @@ def test_rows_match_the_counts(few: int, monkeypatch) -> None:
         assert rows.at_most(n) is row  # memoised
         if n in (4, 5, 6):
             assert row is rows.at_most(3)  # one row per distinct count
+
+
+@pytest.mark.parametrize("few", [0, 1 << 30])
+def test_sparse_rows_match_the_counts(few: int, monkeypatch) -> None:
+    """Rows kept from the tokens with a count alone: as from every token's count, 0 for the others."""
+    monkeypatch.setattr(count_rows, "_FEW_IDS", few)
+    rng = np.random.default_rng(9)
+    counts = rng.choice([0] * 12 + [1, 2, 5, 9], size=30_000)
+    num_words = (counts.size + 70 + 31) // 32
+    ids = np.flatnonzero(counts)
+    shuffled = rng.permutation(ids.size)
+    rows = CountRows.sparse(ids[shuffled], counts[ids][shuffled], num_words)
+    dense = CountRows(counts, num_words)
+    assert rows.longest == dense.longest == 9
+    np.testing.assert_array_equal(rows.distinct, dense.distinct)
+    for n in range(11):
+        row = rows.at_most(n)
+        if n >= 9:
+            assert row is None
+            continue
+        assert row is not None and not row.flags.writeable
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little").astype(bool)
+        np.testing.assert_array_equal(bits[: counts.size], counts <= n, err_msg=str(n))
+        assert bits[counts.size :].all()
+        np.testing.assert_array_equal(row, dense.at_most(n))
+    assert rows.nbytes < dense.nbytes
+    with pytest.raises(ValueError):
+        CountRows.sparse(np.array([3]), np.array([0]), num_words)

@@ -231,7 +231,12 @@ def test_the_vocabulary_memory_counts_the_units_tables() -> None:
     unit = _string_unit()
     before = builder.nbytes
     unit_needs_for(builder, unit)
-    assert builder.nbytes - before >= unit.table.shape[0] * info.vocab_size * 2  # a count per token and place
+    rows, _, _ = unit_counts(builder.trie, unit)
+    listed = np.bincount(rows, minlength=unit.counted.size)
+    assert listed.max() * 3 > info.vocab_size and listed.min() * 3 <= info.vocab_size  # kept both ways
+    # a count per token (2 bytes), or a token id and its count per token listed (6 bytes)
+    held = np.minimum(info.vocab_size * 2, listed * 6).sum()
+    assert builder.nbytes - before >= held
 
 
 def test_no_state_is_derived_when_every_layer_is_needed() -> None:
@@ -293,9 +298,14 @@ def _oracle_counts(max_count: int, info: TokenizerInfo) -> tuple[np.ndarray, int
 def test_units_begun_match_the_counted_automaton() -> None:
     info = _info(11)
     builder = mask_builder_for(info)
-    counts = unit_counts(builder.trie, _string_unit().table)
+    unit = _string_unit()
+    rows, positions, found = unit_counts(builder.trie, unit)
     expected, width = _oracle_counts(48, info)  # more room than any token of the vocabulary begins
-    assert counts.shape == (width, builder.trie.num_tokens)
+    np.testing.assert_array_equal(unit.counted, np.arange(width))
+    assert (found > 0).all()  # only the counts over 0 are listed, each (place, token) once
+    assert np.unique(rows * builder.trie.num_tokens + positions).size == rows.size
+    counts = np.zeros((width, builder.trie.num_tokens), dtype=np.int64)
+    counts[rows, positions] = found
     ids = builder.trie.sorted_tokens
     alive = expected[:, ids] >= 0
     assert alive[0].sum() > 1000 and alive[1:].any()  # most tokens from a boundary, some from inside

@@ -20,7 +20,9 @@ plus the fewest units that lead from where it ends to an accepting boundary
 boundaries (one per state of ``L`` between two units), and a place may first
 be reached in a layer past the repetition's base (``@`` comes after a
 character at least): each place's base is the first layer, from the base
-layer on, that has it.
+layer on, that has it. A place read alike in every layer with room for all it
+may still read is one state for those layers; the layers past them, too near
+the bound, derive from that state.
 
 Near the bound, states of one layer may behave alike (their states of ``L``
 differ in what no longer fits), so the result is trimmed but not always
@@ -46,9 +48,10 @@ MAX_PLACES = 1024
 #: the most (layer, place) pairs considered (a string of 10,000 characters with 200 places; several
 #: arrays of this many entries, some of 8 bytes, are built)
 MAX_PAIRS = 2_000_000
-#: the most places whose states derive their masks: every vocabulary keeps a count per token and
-#: counted place of each unit it meets (64 places of a 131k-token vocabulary: 16 MB); the others are walked
-MAX_COUNTED = 64
+#: the most places whose states derive their masks: every vocabulary keeps, per counted place of each
+#: unit it meets, a count per token (256 KB for 131k tokens) or, for a place few tokens are read from,
+#: the list of those (the e-mail address: 182 places, 8 MB for 131k tokens); the others are walked
+MAX_COUNTED = 256
 
 _FAR = np.iinfo(np.int32).max
 
@@ -83,6 +86,9 @@ def layered_intersection(node: Automaton, other: Node, limits: Limits | None = N
     literal ``[IPv6:...]`` in an e-mail address) is read alike in every layer
     from the least count on where ``M`` units still fit: those states are one,
     outside the layers (as the minimal automaton has them), and walked as usual.
+    The layers too near the bound for ``M`` units at such a place derive their
+    masks from that state: it allows what they allow, and more only where a
+    token needs more units than they have room for.
     """
     layers = layers_of(node)
     if not isinstance(layers, Layers):
@@ -134,7 +140,8 @@ def layered_intersection(node: Automaton, other: Node, limits: Limits | None = N
         [begins.take(place) & final.take(place) & (layer >= lo), begins.take(loose) & final.take(loose)]
     )
     built = dfa_to_ir(ByteDFA(out.astype(np.int32), accepting, int(number[0, 0])))
-    mark_layered(built, _layers(number, layered, room, begins, extra, table, max(lo, 1, settled), total))
+    derived = _derived(layered, max(lo, 1, settled), lo, has_free)
+    mark_layered(built, _layers(number, free_number, layered, derived, room, begins, extra, table, total))
     return built
 
 
@@ -299,43 +306,60 @@ def _longest(table: np.ndarray, begins: np.ndarray) -> np.ndarray:
     return np.where(most >= 0, most, _FAR)
 
 
+def _derived(layered: np.ndarray, base: int, lo: int, has_free: np.ndarray) -> np.ndarray:
+    """``int64 (n + 1, k)``: each layered state's base (-1: walked), at most :data:`MAX_COUNTED` places.
+
+    The states of the layers past ``base`` at a place that layer ``base`` has
+    derive from that layer's state; so do, from the least count ``lo`` on, the
+    states of a place read alike in the layers with room for it (the place's
+    free state, code ``-2`` here), which are those too near the bound for all
+    it may still read. When more places have such states than may be counted,
+    those with the most are kept.
+    """
+    n = layered.shape[0] - 1
+    layer = np.arange(n + 1)[:, None]
+    out = np.full(layered.shape, -1, dtype=np.int64)
+    if base < n:
+        by_base = layered & (layer > base) & layered[base][None, :]
+        out[by_base] = base
+    near = layered & (out < 0) & (layer >= lo) & has_free[None, :]
+    out[near] = -2
+    per_place = (out != -1).sum(axis=0)
+    places = np.flatnonzero(per_place)
+    if places.size > MAX_COUNTED:
+        drop = places[np.argsort(-per_place[places], kind="stable")[MAX_COUNTED:]]
+        out[:, drop] = -1
+    return out
+
+
 def _layers(
     number: np.ndarray,
+    free_number: np.ndarray,
     layered: np.ndarray,
+    derived: np.ndarray,
     room: np.ndarray,
     begins: np.ndarray,
     extra: np.ndarray,
     table: np.ndarray,
-    base: int,
     total: int,
 ) -> ExplicitLayers:
-    """The derived states: those of the layers past ``base`` at a place that layer ``base`` has, at most
-    :data:`MAX_COUNTED` places (those with the most such states); the other states are walked.
+    """The derived states (``derived``: from :func:`_derived`); the other states are walked.
     ``room``: from :func:`_rooms`."""
-    unit_places = np.zeros(0, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64)
-    n = room.shape[0] - 1
-    if base < n:
-        later = np.arange(n + 1)[:, None] > base
-        derived = layered & later & layered[base][None, :]
-        per_place = derived.sum(axis=0)
-        unit_places = np.flatnonzero(per_place)
-        if unit_places.size > MAX_COUNTED:
-            unit_places = np.sort(
-                unit_places[np.argsort(-per_place[unit_places], kind="stable")[:MAX_COUNTED]]
-            )
-            keep = np.zeros(derived.shape[1], dtype=bool)
-            keep[unit_places] = True
-            derived &= keep[None, :]
+    is_derived = derived != -1
+    unit_places = np.flatnonzero(is_derived.any(axis=0))
     unit = Unit.of_arrays(table, begins, extra, unit_places)
     if not unit_places.size:
         return ExplicitLayers(total, empty, empty, empty, empty, empty, unit)
-    layer, place = np.nonzero(derived)
-    walked = np.flatnonzero((layered & ~derived).any(axis=1))  # the layers with a walked state
+    layer, place = np.nonzero(is_derived)
+    # the layers with a walked state, and layer 0, where walks from before the repetition enter it
+    walked = np.union1d(np.flatnonzero((layered & ~is_derived).any(axis=1)), [0])
     last_walked = walked.take(np.searchsorted(walked, layer, side="right") - 1)
+    from_layer = derived[layer, place]
+    bases = np.where(from_layer >= 0, number[np.maximum(from_layer, 0), place], free_number.take(place))
     arrays = (
         number[layer, place],
-        number[base, place],
+        bases,
         room[layer, place],
         place.astype(np.int64),
         layer - last_walked,

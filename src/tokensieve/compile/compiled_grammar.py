@@ -471,8 +471,11 @@ class CompiledGrammar:
             if chains is not None and not folds:  # copies refined as states of their own
                 reps[chains.first : chains.end] = reps.take(chains.folded())
             # a copy's entry is its place's representative, whose walk serves it (see _walked_for)
+            if layers is not None:
+                reps = _walked_first(reps, layers.base >= 0)
             start = self.start_state
-            reps[reps == reps[start]] = start  # the start state's mask is computed first
+            if layers is None or layers.base[start] < 0:
+                reps[reps == reps[start]] = start  # the start state's mask is computed first
             self._reps = reps if sorted_unique(reps).size < reps.size else None
             self._reps_done = True
         return self._reps
@@ -721,6 +724,22 @@ class CompiledGrammar:
     def __repr__(self) -> str:
         src = self.source if len(self.source) <= 60 else self.source[:57] + "..."
         return f"CompiledGrammar(kind={self.kind!r}, source={src!r}, states={self.num_states})"
+
+
+def _walked_first(reps: np.ndarray, derived: np.ndarray) -> np.ndarray:
+    """``reps`` with each class represented by its first state that is not ``derived``, if it has one.
+
+    A derived state's mask comes from its base's; were it the representative of
+    a class holding its base (a later layer of a product near its bound reads as
+    its place's free state up to the depth compared), the base's mask would
+    come from it again.
+    """
+    n = reps.size
+    walked = np.flatnonzero(~derived)
+    first = np.full(n, n, dtype=np.int64)
+    np.minimum.at(first, reps.take(walked), walked)
+    chosen = first.take(reps)
+    return np.where(chosen < n, chosen, reps)
 
 
 def _rebuild(

@@ -28,17 +28,45 @@ class CountRows:
         ``(V,)`` non-negative integers, one per token id (0 for the tokens never to clear).
     num_words
         Width of a packed mask in ``int32`` words (the words past ``V`` are never cleared).
+
+    Notes
+    -----
+    :meth:`sparse` keeps only the tokens whose count is not 0, for counts that
+    few tokens have (a place of a unit that few tokens can be read from).
     """
 
     def __init__(self, counts: np.ndarray, num_words: int) -> None:
         counts = np.asarray(counts)
         #: the largest count (0 for none)
         self.longest = int(counts.max(initial=0))
-        self._counts = counts.astype(np.int16 if self.longest < 1 << 15 else np.int64)
+        self._counts: np.ndarray | None = counts.astype(np.int16 if self.longest < 1 << 15 else np.int64)
+        self._ids: np.ndarray = np.zeros(0, dtype=np.int32)  # the sparse form: unused
+        self._sorted_counts: np.ndarray = np.zeros(0, dtype=np.int16)
         self._num_words = num_words
         # tokens per count; the tokens over ``n`` are those over the largest count that is at most
         # ``n``, so one row per distinct count will do
-        per_count = np.bincount(self._counts, minlength=1)
+        self._index(np.bincount(self._counts, minlength=1))
+
+    @classmethod
+    def sparse(cls, ids: np.ndarray, counts: np.ndarray, num_words: int) -> CountRows:
+        """The rows of the tokens ``ids`` with these (positive) ``counts``, every other token's count 0.
+
+        Holds the tokens by count (about 6 bytes each) rather than a count per token of the vocabulary.
+        """
+        counts = np.asarray(counts, dtype=np.int64)
+        if counts.size and counts.min() <= 0:
+            raise ValueError("the counts of a sparse CountRows are positive")
+        self = cls.__new__(cls)
+        self.longest = int(counts.max(initial=0))
+        self._counts = None
+        order = np.argsort(counts, kind="stable")
+        self._ids = np.asarray(ids, dtype=np.int32).take(order)
+        self._sorted_counts = counts.take(order).astype(np.int16 if self.longest < 1 << 15 else np.int64)
+        self._num_words = num_words
+        self._index(np.bincount(self._sorted_counts, minlength=1))
+        return self
+
+    def _index(self, per_count: np.ndarray) -> None:
         self._over = per_count[::-1].cumsum()[::-1]  # tokens with at least each count
         self._distinct = np.union1d(np.flatnonzero(per_count), [0]).astype(np.int64)
         self._rows: dict[int, np.ndarray] = {}
@@ -61,25 +89,48 @@ class CountRows:
         at = int(distinct[int(np.searchsorted(distinct, n, side="right")) - 1])  # the largest count <= n
         row = self._rows.get(at)
         if row is None:
-            if int(self._over[at + 1]) > _FEW_IDS:  # most tokens: packbits beats their bits one by one
-                flags = np.zeros(self._num_words * 32, dtype=bool)
-                np.greater(self._counts, at, out=flags[: self._counts.size])
-                row = np.packbits(flags, bitorder="little").view(np.int32)
-                np.invert(row, out=row)
-            else:
-                ids = np.flatnonzero(np.greater(self._counts, at))
-                over = np.zeros(self._num_words, dtype=np.int32)
-                bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
-                or_distinct_bits(over, ids >> 5, bits)
-                row = np.invert(over)
+            row = self._row_over(at)
             row.setflags(write=False)
             with self._lock:
                 row = self._rows.setdefault(at, row)
         return row
+
+    def _row_over(self, at: int) -> np.ndarray:
+        """A new packed row clearing the tokens whose count is over ``at``."""
+        counts = self._counts
+        many = int(self._over[at + 1]) > _FEW_IDS  # most tokens: packbits beats their bits one by one
+        if counts is None:
+            ids = self._ids[int(np.searchsorted(self._sorted_counts, at, side="right")) :].astype(np.int64)
+        elif many:
+            flags = np.zeros(self._num_words * 32, dtype=bool)
+            np.greater(counts, at, out=flags[: counts.size])
+            return _packed_complement(flags)
+        else:
+            ids = np.flatnonzero(np.greater(counts, at))
+        if many:
+            flags = np.zeros(self._num_words * 32, dtype=bool)
+            flags[ids] = True
+            return _packed_complement(flags)
+        over = np.zeros(self._num_words, dtype=np.int32)
+        bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
+        or_distinct_bits(over, ids >> 5, bits)
+        return np.invert(over)
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the memoised rows and the counts."""
         with self._lock:
             rows = sum(r.nbytes for r in self._rows.values())
-        return int(self._counts.nbytes + self._over.nbytes + self._distinct.nbytes + rows)
+        held = (
+            self._ids.nbytes
+            + self._sorted_counts.nbytes
+            + (0 if self._counts is None else self._counts.nbytes)
+        )
+        return int(held + self._over.nbytes + self._distinct.nbytes + rows)
+
+
+def _packed_complement(flags: np.ndarray) -> np.ndarray:
+    """The packed ``int32`` row of the tokens not flagged."""
+    row = np.packbits(flags, bitorder="little").view(np.int32)
+    np.invert(row, out=row)
+    return row

@@ -8,15 +8,20 @@ place in the unit it is read from: running the unit in a loop over the
 token's bytes, every byte read from place 0 begins one, until the token leaves
 the repetition (a byte place 0 does not read, such as the closing quote) or
 ends. So, per vocabulary, unit and place, once: that count for every token
-(one pass over the token trie, all places at once), and packed rows of the
-tokens whose count is at most each room (:class:`~.count_rows.CountRows`).
-A derived state's mask is then one AND, with no walk of its own.
+(one pass over the token trie, all places at once, following only the paths
+still in the repetition), and packed rows of the tokens whose count is at
+most each room (:class:`~.count_rows.CountRows`, which keeps the counts of a
+place few tokens are read from as a list). A derived state's mask is then
+one AND, with no walk of its own.
 
 The layers of a repetition intersected with another automaton
 (:mod:`tokensieve.automata.layered_product`) have several boundaries, and a
 token that ends inside the repetition also needs room for the fewest units
 that lead from where it ends to an accepting boundary: its count adds them
-(:attr:`~tokensieve.automata.layers.Unit.extra`).
+(:attr:`~tokensieve.automata.layers.Unit.extra`). The states of such a
+product near its bound at a place that is also read alike in every layer with
+room for all it may still read (a place of an address literal) derive from
+that place's one state the same way.
 
 Special and stop tokens count 0: they are never cleared (the base state's
 mask has the same stop bits, since both accept or not alike).
@@ -29,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._arrays import concat_ranges as _ranges
 from .count_rows import CountRows
 
 if TYPE_CHECKING:
@@ -39,63 +45,68 @@ if TYPE_CHECKING:
 __all__ = ["UnitNeeds", "unit_counts", "unit_needs_for"]
 
 
-def unit_counts(
-    trie: TokenTrie,
-    table: np.ndarray,
-    begins: np.ndarray | None = None,
-    extra: np.ndarray | None = None,
-    sources: np.ndarray | None = None,
-) -> np.ndarray:
-    """``int16 (m, T)``: the units each token of the trie needs from each place of ``sources`` (tokens by trie order).
+def unit_counts(trie: TokenTrie, unit: Unit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The units each token of the trie needs from each counted place of ``unit``, where not 0.
+
+    A token's count from a place: the units its bytes begin, running the unit
+    in a loop from that place (a byte read from a place of ``unit.begins``
+    begins one), until the token leaves the repetition (a byte that place does
+    not read) or ends; plus, when it ends inside, ``unit.extra`` of the place
+    it ends at.
+
+    Only the (trie node, place) pairs still in the repetition are followed, so
+    a place that few tokens can be read from (a place of an address literal in
+    an e-mail address) costs what those tokens cost, not the whole trie. A
+    subtree that leaves the repetition at once keeps what its path begun
+    before: one range of tokens.
 
     Parameters
     ----------
     trie
-        The vocabulary's token trie (its tokens in ``trie.sorted_tokens`` order).
-    table
-        ``(width, 256)`` place after each byte (-1: none).
-    begins
-        ``bool (width,)``: the places where a byte begins a unit (default: place 0 alone).
-    extra
-        ``(width,)``: units a token that ends at each place needs on top of
-        those it begins (default: none).
-    sources
-        The places counted from (default: every place, in order).
+        The vocabulary's token trie.
+    unit
+        The unit, its places counted from in ``unit.counted``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(row, position, count)``, ``int64``: the index in ``unit.counted``,
+        the token's position in ``trie.sorted_tokens`` and its count, one
+        entry per (place, token) pair whose count is over 0.
     """
-    width = int(table.shape[0])
-    sources = np.arange(width, dtype=np.int16) if sources is None else np.asarray(sources, dtype=np.int16)
-    unit = np.asarray(table, dtype=np.int16)
-    if begins is None:
-        begins = np.arange(width) == 0
-    starts = np.append(np.asarray(begins, dtype=bool), False)  # [-1]: nothing is begun once left
-    ends = None if extra is None or not np.any(extra) else np.append(np.asarray(extra, dtype=np.int16), 0)
-    terminal = trie.token_terminal_sorted.astype(np.int64)
-    token_depth = trie.node_depth.take(terminal)
-    by_depth = np.argsort(token_depth, kind="stable")
-    bounds = np.searchsorted(token_depth.take(by_depth), np.arange(trie.max_depth + 2))
-    out = np.zeros((sources.size, terminal.size), dtype=np.int16)
-    pos = np.zeros(trie.num_nodes, dtype=np.int64)  # each node's index in its level
-    place = sources[None, :]  # the root: every place counted from, nothing begun
-    begun = np.zeros((1, sources.size), dtype=np.int16)
-    for depth in range(1, trie.max_depth + 1):
-        nodes = trie.nodes_at_depth(depth).astype(np.int64)
-        if not nodes.size:
-            break
-        pos[nodes] = np.arange(nodes.size)
-        up = pos.take(trie.node_parent.take(nodes).astype(np.int64))
-        before = place.take(up, axis=0)
-        after = unit[np.maximum(before, 0), trie.node_byte.take(nodes).astype(np.intp)[:, None]]
-        after[before < 0] = -1  # left the repetition (or dead) before: stays so
-        begun = begun.take(up, axis=0) + (starts.take(before) & (after >= 0))
-        place = after
-        tokens = by_depth[bounds[depth] : bounds[depth + 1]]
-        if tokens.size:
-            at = pos.take(terminal.take(tokens))
-            need = begun.take(at, axis=0)
-            if ends is not None:
-                need += ends.take(place.take(at, axis=0))  # -1 (left): 0
-            out[:, tokens] = need.T
-    return out
+    starts = np.asarray(unit.begins, dtype=bool)
+    ends = np.asarray(unit.extra, dtype=np.int64)
+    table = np.asarray(unit.table, dtype=np.int64)
+    sources = unit.counted
+    child_start = trie.child_start.astype(np.int64)
+    node_byte = trie.node_byte.astype(np.int64)
+    token_lo, token_mid, token_hi = (
+        a.astype(np.int64) for a in (trie.token_lo, trie.token_mid, trie.token_hi)
+    )
+    row = np.arange(len(sources), dtype=np.int64)
+    node = np.zeros(row.size, dtype=np.int64)  # the root, once per place counted from
+    place = np.asarray(sources, dtype=np.int64)
+    begun = np.zeros(row.size, dtype=np.int64)
+    got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # (row, lo, hi, count) ranges
+    while node.size:
+        first = child_start.take(node)
+        fan = child_start.take(node + 1) - first
+        pair = np.repeat(np.arange(node.size), fan)
+        kids = trie.child_ids.take(_ranges(first, fan)).astype(np.int64)
+        at, before, rows = place.take(pair), begun.take(pair), row.take(pair)
+        after = table[at, node_byte.take(kids)]
+        alive = after >= 0
+        left = ~alive & (before > 0)  # the subtree leaves here: its tokens keep what they had begun
+        got.append((rows[left], token_lo.take(kids[left]), token_hi.take(kids[left]), before[left]))
+        kids, at, after, rows = kids[alive], at[alive], after[alive], rows[alive]
+        begun = before[alive] + starts.take(at)
+        need = begun + ends.take(after)  # the tokens that end here
+        ending = (need > 0) & (token_mid.take(kids) > token_lo.take(kids))
+        got.append((rows[ending], token_lo.take(kids[ending]), token_mid.take(kids[ending]), need[ending]))
+        node, row, place = kids, rows, after
+    rows_, lo, hi, count = (np.concatenate(parts) for parts in zip(*got, strict=True))
+    size = hi - lo
+    return np.repeat(rows_, size), _ranges(lo, size), np.repeat(count, size)
 
 
 class UnitNeeds:
@@ -112,15 +123,21 @@ class UnitNeeds:
     """
 
     def __init__(self, trie: TokenTrie, unit: Unit, vocab_size: int, num_words: int) -> None:
-        counts = unit_counts(trie, unit.table, unit.begins, unit.extra, unit.counted)
+        rows, positions, counts = unit_counts(trie, unit)
         self._row_of = np.full(unit.table.shape[0], -1, dtype=np.int64)
         self._row_of[unit.counted] = np.arange(unit.counted.size)
         self._rows: list[CountRows] = []
-        ids = trie.sorted_tokens.astype(np.int64)
-        for per_token in counts:
-            full = np.zeros(vocab_size, dtype=np.int16)
-            full[ids] = per_token
-            self._rows.append(CountRows(full, num_words))
+        ids = trie.sorted_tokens.astype(np.int64).take(positions)
+        order = np.argsort(rows, kind="stable")
+        bounds = np.searchsorted(rows.take(order), np.arange(unit.counted.size + 1))
+        for k in range(unit.counted.size):
+            mine = order[bounds[k] : bounds[k + 1]]
+            if mine.size * _SPARSE_AT_MOST > vocab_size:
+                full = np.zeros(vocab_size, dtype=np.int16)
+                full[ids.take(mine)] = counts.take(mine)
+                self._rows.append(CountRows(full, num_words))
+            else:
+                self._rows.append(CountRows.sparse(ids.take(mine), counts.take(mine), num_words))
 
     def at_most(self, place: int, room: int) -> np.ndarray | None:
         """Packed mask of the tokens that begin at most ``room`` units from ``place`` (``None``: every token)."""
@@ -134,6 +151,10 @@ class UnitNeeds:
         """Bytes held by the counts and the memoised rows."""
         return sum(r.nbytes for r in self._rows) + self._row_of.nbytes
 
+
+#: a place's counts are kept per token of the vocabulary when more than this fraction of its tokens
+#: have one (2 bytes a token), else as the list of those tokens (6 bytes each)
+_SPARSE_AT_MOST = 3
 
 _lock = threading.Lock()
 #: units remembered per vocabulary (every JSON string shares one)
