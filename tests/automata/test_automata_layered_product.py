@@ -11,12 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tokensieve.automata import ByteDFA
 from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.layered_product import MAX_COUNTED, layered_intersection
 from tokensieve.automata.layers import ExplicitLayers, layers_of
-from tokensieve.automata.nfa import automaton_edges
-from tokensieve.automata.ops import automaton_to_dfa, ir_intersect
+from tokensieve.automata.ops import automaton_to_dfa, ir_intersect, stored_dfa
 from tokensieve.grammar import json_formats, parse_regex
 from tokensieve.grammar.ir import Automaton
 from tokensieve.grammar.json_strings import json_string_char, json_string_content
@@ -34,11 +32,6 @@ PATTERNS = [
 BOUNDS = [(0, 1), (0, 5), (2, 9), (4, 4), (0, 30), (7, 40)]
 
 
-def _raw(node: Automaton) -> ByteDFA:
-    acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
-    return ByteDFA.from_edges(node.num_states, automaton_edges(node), acc, node.start)
-
-
 def _content(pattern: str):
     return json_string_content(parse_regex(pattern))
 
@@ -54,7 +47,7 @@ def test_the_layered_product_is_the_intersection(checks, pattern: str, lo: int, 
         assert not isinstance(expected, Automaton)
         return
     assert automaton_to_dfa(built).same_as(automaton_to_dfa(expected))
-    checks.assert_trimmed(_raw(built))
+    checks.assert_trimmed(stored_dfa(built))
     assert built.num_states >= expected.num_states
 
 
@@ -103,7 +96,7 @@ def test_a_derived_state_reads_as_its_base_less_what_does_not_fit(pattern: str, 
     assert built is not None
     layers = layers_of(built)
     assert isinstance(layers, ExplicitLayers) and layers.states.size
-    table = _raw(built).transitions
+    table = stored_dfa(built).transitions
     unit = layers.unit_table
     assert set(layers.places.tolist()) <= set(unit.counted.tolist())
     for s, b, room, place in zip(*(a.tolist() for a in layers.derived(built.num_states)[:4]), strict=True):
@@ -125,7 +118,7 @@ def test_lags_count_layers_past_the_last_walked_state() -> None:
     states, _, _, _, lags = layers.derived(built.num_states)
     derived = np.zeros(built.num_states, dtype=bool)
     derived[states] = True
-    table = _raw(built).transitions
+    table = stored_dfa(built).transitions
     # the fewest bytes from any walked state to each state (one byte is one layer at most)
     dist = np.full(built.num_states, 1 << 30)
     dist[~derived] = 0

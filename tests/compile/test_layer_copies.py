@@ -19,7 +19,7 @@ from tokensieve.automata import ByteDFA
 from tokensieve.automata.blank_runs import bound_blank_runs
 from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.layers import Unit, layers_of
-from tokensieve.automata.nfa import automaton_edges
+from tokensieve.automata.ops import stored_dfa
 from tokensieve.compile.token_masks import AutomatonView
 from tokensieve.compile.unit_needs import unit_counts, unit_needs_for
 from tokensieve.compile.vocab_cache import mask_builder_for
@@ -269,9 +269,7 @@ def _oracle_counts(max_count: int, info: TokenizerInfo) -> tuple[np.ndarray, int
     assert node is not None
     layers = layers_of(node)
     assert layers is not None
-    dfa = ByteDFA.from_edges(
-        node.num_states, automaton_edges(node), np.frombuffer(node.accepting, np.uint8), 0
-    )
+    dfa = stored_dfa(node)
     width = layers.width
     table = dfa.transitions
     out = np.full((width, len(info.decoded_vocab)), -1, dtype=np.int64)

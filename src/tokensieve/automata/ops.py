@@ -52,6 +52,7 @@ from .utf8 import class_sequences
 __all__ = [
     "dfa_to_ir",
     "automaton_to_dfa",
+    "stored_dfa",
     "minimal_class_dfa",
     "intersect",
     "difference",
@@ -104,8 +105,21 @@ def dfa_to_ir(dfa: ByteDFA) -> Automaton:
     return Automaton(dfa.num_states, dfa.start, accepting, runs.astype(_RUN_DTYPE).tobytes())
 
 
-def _raw_dfa(node: Automaton) -> ByteDFA:
-    """The automaton of ``node`` as it is stored (not necessarily trimmed or minimal)."""
+def stored_dfa(node: Automaton) -> ByteDFA:
+    """The automaton of an :class:`~tokensieve.grammar.ir.Automaton` node as it is stored.
+
+    Parameters
+    ----------
+    node
+        The IR leaf.
+
+    Returns
+    -------
+    ByteDFA
+        Its states in their own numbering, not necessarily trimmed or minimal
+        (see :func:`automaton_to_dfa` for the minimal one); the table is built
+        on first use.
+    """
     acc = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)
     return ByteDFA.from_edges(node.num_states, automaton_edges(node), acc, node.start)
 
@@ -131,7 +145,7 @@ def automaton_to_dfa(node: Automaton, limits: Limits | None = None) -> ByteDFA:
     ValueError
         For a malformed node (states or byte ranges out of range).
     """
-    raw = _raw_dfa(node)
+    raw = stored_dfa(node)
     return _canonical(_class_tables(raw), raw)
 
 
@@ -757,7 +771,7 @@ def _to_dfa(node: Node, limits: Limits) -> ByteDFA:
     """The operand's automaton; small ones are remembered per process, as one side of an
     operation often recurs (any JSON string, less the keys each object names)."""
     if isinstance(node, Automaton):
-        return _raw_dfa(node)  # the product trims and minimises anyway
+        return stored_dfa(node)  # the product trims and minimises anyway
     key = (node, limits)
     hit = _operands.get(key)
     if hit is not None:
