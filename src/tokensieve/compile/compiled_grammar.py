@@ -471,8 +471,11 @@ class CompiledGrammar:
             if chains is not None and not folds:  # copies refined as states of their own
                 reps[chains.first : chains.end] = reps.take(chains.folded())
             # a copy's entry is its place's representative, whose walk serves it (see _walked_for)
-            if layers is not None:
-                reps = _walked_first(reps, layers.base >= 0)
+            if layers is not None:  # a walked state never takes a derived one's mask (see _walked_first)
+                derived = layers.base >= 0
+                if chains is not None:
+                    derived[chains.first : chains.end] = True
+                reps = _walked_first(reps, derived)
             start = self.start_state
             if layers is None or layers.base[start] < 0:
                 reps[reps == reps[start]] = start  # the start state's mask is computed first
@@ -729,10 +732,10 @@ class CompiledGrammar:
 def _walked_first(reps: np.ndarray, derived: np.ndarray) -> np.ndarray:
     """``reps`` with each class represented by its first state that is not ``derived``, if it has one.
 
-    A derived state's mask comes from its base's; were it the representative of
-    a class holding its base (a later layer of a product near its bound reads as
-    its place's free state up to the depth compared), the base's mask would
-    come from it again.
+    A derived state's mask (a later layer's, a layout copy's) comes from its
+    base's; were it the representative of a class holding its base (a later
+    layer of a product near its bound reads as its place's free state up to the
+    depth compared), the base's mask would come from it again.
     """
     n = reps.size
     walked = np.flatnonzero(~derived)
