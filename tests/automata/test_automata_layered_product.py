@@ -108,6 +108,27 @@ def test_a_derived_state_reads_as_its_base_less_what_does_not_fit(pattern: str, 
             assert (text in here) == (need <= room), (s, b, text)
 
 
+@pytest.mark.parametrize(
+    ("pattern", "lo", "hi"),
+    [(p, lo, hi) for p in PATTERNS for lo, hi in BOUNDS]
+    + [("email", 5, 60), ("email", 0, 30), ("email", 0, 254)],
+)
+def test_no_base_is_derived_itself(pattern: str, lo: int, hi: int) -> None:
+    """A derived state's base is walked: a base-layer state too near the bound for its place's tail
+    (an e-mail address of at most 60 characters: the literal's 51 units do not fit after 24) derives
+    from the free state itself, and so do the later states of its place."""
+    content = (
+        json_string_content(json_formats.format_content("email")) if pattern == "email" else _content(pattern)
+    )
+    built = layered_intersection(counted_repeat(json_string_char(), lo, hi), content)
+    if built is None:
+        return
+    layers = layers_of(built)
+    assert isinstance(layers, ExplicitLayers)
+    states, bases = layers.derived(built.num_states)[:2]
+    assert not np.isin(bases, states).any()
+
+
 def test_lags_count_layers_past_the_last_walked_state() -> None:
     """No walked state lies between a derived state and the layers its lag says are walked before it:
     every state at most ``lag`` bytes before it is derived or the walk reaches it within the lag."""

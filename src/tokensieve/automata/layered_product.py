@@ -309,21 +309,23 @@ def _longest(table: np.ndarray, begins: np.ndarray) -> np.ndarray:
 def _derived(layered: np.ndarray, base: int, lo: int, has_free: np.ndarray) -> np.ndarray:
     """``int64 (n + 1, k)``: each layered state's base (-1: walked), at most :data:`MAX_COUNTED` places.
 
-    The states of the layers past ``base`` at a place that layer ``base`` has
-    derive from that layer's state; so do, from the least count ``lo`` on, the
-    states of a place read alike in the layers with room for it (the place's
-    free state, code ``-2`` here), which are those too near the bound for all
-    it may still read. When more places have such states than may be counted,
-    those with the most are kept.
+    From the least count ``lo`` on, the layered states of a place read alike
+    in the layers with room for all it may still read derive from that one
+    state (the place's free state, code ``-2`` here): they are those too near
+    the bound. The other states of the layers past ``base`` at a place that
+    layer ``base`` has, walked there, derive from that layer's state. So no
+    base is derived itself. When more places have derived states than may be
+    counted, those with the most are kept.
     """
     n = layered.shape[0] - 1
     layer = np.arange(n + 1)[:, None]
     out = np.full(layered.shape, -1, dtype=np.int64)
-    if base < n:
-        by_base = layered & (layer > base) & layered[base][None, :]
-        out[by_base] = base
-    near = layered & (out < 0) & (layer >= lo) & has_free[None, :]
+    # the free state's first: a base-layer state may be one of them, and no base is derived itself
+    near = layered & (layer >= lo) & has_free[None, :]
     out[near] = -2
+    if base < n:
+        by_base = layered & ~near & (layer > base) & (layered & ~near)[base][None, :]
+        out[by_base] = base
     per_place = (out != -1).sum(axis=0)
     places = np.flatnonzero(per_place)
     if places.size > MAX_COUNTED:
