@@ -18,12 +18,14 @@ from tokensieve import GrammarCompiler
 from tokensieve.automata import ByteDFA
 from tokensieve.automata.blank_runs import bound_blank_runs
 from tokensieve.automata.counted import counted_repeat
+from tokensieve.automata.layered_product import layered_intersection
 from tokensieve.automata.layers import Unit, layers_of
 from tokensieve.automata.ops import stored_dfa
+from tokensieve.compile import unit_needs
 from tokensieve.compile.token_masks import AutomatonView
 from tokensieve.compile.unit_needs import unit_counts, unit_needs_for
 from tokensieve.compile.vocab_cache import mask_builder_for
-from tokensieve.grammar import json_strings
+from tokensieve.grammar import json_strings, parse_regex
 from tokensieve.vocab import TokenizerInfo
 
 EOS, SPECIAL = 0, 1
@@ -362,3 +364,29 @@ def test_far_layers_of_a_product_are_left_out_of_the_walks_arrays(precompute: bo
         np.testing.assert_array_equal(
             _bits(compiled.token_mask(s), info.vocab_size), expected[s], err_msg=str(s)
         )
+
+
+def test_the_units_remembered_are_bounded_in_bytes(monkeypatch) -> None:
+    """A vocabulary forgets its oldest units' counts when the new one would take them past the bound."""
+    info = _info(14)
+    builder = mask_builder_for(info)
+    builder.unit_needs.clear()
+    string = _string_unit()
+    product = layered_intersection(
+        counted_repeat(json_strings.json_string_char(), 0, 20),
+        json_strings.json_string_content(parse_regex("[a-c]+@[a-c]+")),
+    )
+    assert product is not None
+    product_layers = layers_of(product)
+    assert product_layers is not None
+    other = product_layers.unit(product)
+    first = unit_needs_for(builder, string)
+    monkeypatch.setattr(unit_needs, "_MAX_UNIT_BYTES", first.nbytes + 1)
+    second = unit_needs_for(builder, other)
+    assert list(builder.unit_needs) == [other.key]  # the string's counts are forgotten
+    assert unit_needs_for(builder, other) is second
+    again = unit_needs_for(builder, string)
+    assert again is not first and list(builder.unit_needs) == [string.key]
+    monkeypatch.setattr(unit_needs, "_MAX_UNIT_BYTES", 1 << 40)
+    assert unit_needs_for(builder, other) is not second
+    assert list(builder.unit_needs) == [string.key, other.key]
