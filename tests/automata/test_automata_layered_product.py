@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tokensieve.automata import layered_product
 from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.layered_product import MAX_COUNTED, layered_intersection
 from tokensieve.automata.layers import ExplicitLayers, layers_of
@@ -49,6 +50,22 @@ def test_the_layered_product_is_the_intersection(checks, pattern: str, lo: int, 
     assert automaton_to_dfa(built).same_as(automaton_to_dfa(expected))
     checks.assert_trimmed(stored_dfa(built))
     assert built.num_states >= expected.num_states
+
+
+@pytest.mark.parametrize("block", [1, 3, 5, 7])
+def test_the_table_written_a_block_of_rows_at_a_time_is_the_same(monkeypatch, block: int) -> None:
+    """The product's table is written a block of rows at a time: small blocks give its automaton."""
+    counted = counted_repeat(json_string_char(), 2, 30)
+    other = _content("(a|b)*c(a|b){0,3}")
+    whole = layered_intersection(counted, other)
+    assert whole is not None
+    poison = np.full((whole.num_states, 256), 7, dtype=np.int32)  # a row left unwritten would read it
+    del poison
+    monkeypatch.setattr(layered_product, "_BLOCK", block)
+    blocks = layered_intersection(counted, other)
+    assert whole is not None and blocks is not None and whole.num_states > 20
+    np.testing.assert_array_equal(stored_dfa(blocks).transitions, stored_dfa(whole).transitions)
+    np.testing.assert_array_equal(stored_dfa(blocks).accepting, stored_dfa(whole).accepting)
 
 
 def _runs(table: np.ndarray, start: int, depth: int) -> dict[bytes, int]:

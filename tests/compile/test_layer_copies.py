@@ -390,3 +390,29 @@ def test_the_units_remembered_are_bounded_in_bytes(monkeypatch) -> None:
     monkeypatch.setattr(unit_needs, "_MAX_UNIT_BYTES", 1 << 40)
     assert unit_needs_for(builder, other) is not second
     assert list(builder.unit_needs) == [string.key, other.key]
+
+
+def test_units_counted_in_batches_give_the_same_rows(monkeypatch) -> None:
+    """The places of a unit are counted a batch at a time, bounded in the pairs followed: one place
+    per batch gives the rows that one batch for all gives."""
+    info = _info(15)
+    builder = mask_builder_for(info)
+    product = layered_intersection(
+        counted_repeat(json_strings.json_string_char(), 0, 20),
+        json_strings.json_string_content(parse_regex("[a-c]+@(\\[[0-9]{1,3}\\]|[a-c]+)")),
+    )
+    assert product is not None
+    product_layers = layers_of(product)
+    assert product_layers is not None
+    unit = product_layers.unit(product)
+    assert unit.counted.size > 3
+    whole = unit_needs.UnitNeeds(builder.trie, unit, builder.vocab_size, builder.num_words)
+    monkeypatch.setattr(unit_needs, "_MAX_PAIRS", 1)
+    assert len(unit_needs._batches(builder.trie, unit)) == unit.counted.size
+    apart = unit_needs.UnitNeeds(builder.trie, unit, builder.vocab_size, builder.num_words)
+    for place in unit.counted.tolist():
+        for room in range(12):
+            a, b = whole.at_most(place, room), apart.at_most(place, room)
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_array_equal(a, b)

@@ -54,6 +54,8 @@ MAX_PAIRS = 2_000_000
 MAX_COUNTED = 256
 
 _FAR = np.iinfo(np.int32).max
+#: rows of the product's table written at a time (its temporaries: about 4 KB a row)
+_BLOCK = 8192
 
 
 def layered_intersection(node: Automaton, other: Node, limits: Limits | None = None) -> Automaton | None:
@@ -127,19 +129,22 @@ def layered_intersection(node: Automaton, other: Node, limits: Limits | None = N
     free_number[has_free] = np.arange(in_layers, total)
     number[free] = np.broadcast_to(free_number, free.shape)[free]
     layer, place = np.nonzero(layered)  # row-major: layer by layer, the start first unless it is free
-    out = np.full((total, 256), -1, dtype=np.int64)
-    steps = table.astype(np.int64)
-    moves = steps.take(place, axis=0)
-    nxt = layer[:, None] + ends.take(place, axis=0)
-    ok = (moves >= 0) & (nxt <= n)
-    out[: layer.size] = np.where(ok, number[np.minimum(nxt, n), np.maximum(moves, 0)], -1)
+    out = np.empty((total, 256), dtype=np.int32)
+    targets = number.astype(np.int32)
+    for first in range(0, layer.size, _BLOCK):  # a block of rows at a time: bounded temporaries
+        rows = slice(first, min(first + _BLOCK, layer.size))
+        moves = table.take(place[rows], axis=0)
+        nxt = layer[rows, None] + ends.take(place[rows], axis=0)
+        ok = (moves >= 0) & (nxt <= n)
+        out[rows] = np.where(ok, targets[np.minimum(nxt, n), np.maximum(moves, 0)], np.int32(-1))
     loose = np.flatnonzero(has_free)
-    moves = steps.take(loose, axis=0)
+    moves = table.take(loose, axis=0)
     out[layer.size :] = np.where(moves >= 0, free_number.take(np.maximum(moves, 0)), -1)
     accepting = np.concatenate(
         [begins.take(place) & final.take(place) & (layer >= lo), begins.take(loose) & final.take(loose)]
     )
-    built = dfa_to_ir(ByteDFA(out.astype(np.int32), accepting, int(number[0, 0])))
+    out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
+    built = dfa_to_ir(ByteDFA(out, accepting, int(number[0, 0])))
     derived = _derived(layered, max(lo, 1, settled), lo, has_free)
     mark_layered(built, _layers(number, free_number, layered, derived, room, begins, extra, table, total))
     return built

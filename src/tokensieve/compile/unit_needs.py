@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 __all__ = ["UnitNeeds", "unit_counts", "unit_needs_for"]
 
 
-def unit_counts(trie: TokenTrie, unit: Unit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def unit_counts(
+    trie: TokenTrie, unit: Unit, sources: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The units each token of the trie needs from each counted place of ``unit``, where not 0.
 
     A token's count from a place: the units its bytes begin, running the unit
@@ -65,19 +67,21 @@ def unit_counts(trie: TokenTrie, unit: Unit) -> tuple[np.ndarray, np.ndarray, np
     trie
         The vocabulary's token trie.
     unit
-        The unit, its places counted from in ``unit.counted``.
+        The unit.
+    sources
+        The places counted from (default: ``unit.counted``).
 
     Returns
     -------
     tuple of numpy.ndarray
-        ``(row, position, count)``, ``int64``: the index in ``unit.counted``,
+        ``(row, position, count)``, ``int64``: the index in ``sources``,
         the token's position in ``trie.sorted_tokens`` and its count, one
         entry per (place, token) pair whose count is over 0.
     """
     starts = np.asarray(unit.begins, dtype=bool)
     ends = np.asarray(unit.extra, dtype=np.int64)
     table = np.asarray(unit.table, dtype=np.int64)
-    sources = unit.counted
+    sources = unit.counted if sources is None else sources
     child_start = trie.child_start.astype(np.int64)
     node_byte = trie.node_byte.astype(np.int64)
     token_lo, token_mid, token_hi = (
@@ -109,6 +113,30 @@ def unit_counts(trie: TokenTrie, unit: Unit) -> tuple[np.ndarray, np.ndarray, np
     return np.repeat(rows_, size), _ranges(lo, size), np.repeat(count, size)
 
 
+#: the most (trie node, place) pairs one pass of :func:`unit_counts` may follow, all levels together
+#: (its arrays hold about 50 bytes a pair); the places of a unit are counted in batches within it
+_MAX_PAIRS = 2_000_000
+
+
+def _batches(trie: TokenTrie, unit: Unit) -> list[np.ndarray]:
+    """``unit.counted`` cut into runs that each follow at most :data:`_MAX_PAIRS` pairs (a place alone
+    may follow more): a place follows at most the nodes below the root's children whose byte it reads."""
+    kids = trie.child_ids[trie.child_start[0] : trie.child_start[1]].astype(np.int64)
+    below = trie.subtree_end.take(kids).astype(np.int64) - kids
+    reads = np.asarray(unit.table).take(np.asarray(unit.counted, dtype=np.int64), axis=0)
+    most = np.where(reads[:, trie.node_byte.take(kids).astype(np.int64)] >= 0, below[None, :], 0).sum(axis=1)
+    out: list[np.ndarray] = []
+    start, held = 0, 0
+    for k, pairs in enumerate(most.tolist()):
+        if k > start and held + pairs > _MAX_PAIRS:
+            out.append(unit.counted[start:k])
+            start, held = k, 0
+        held += pairs
+    if unit.counted.size:
+        out.append(unit.counted[start:])
+    return out
+
+
 class UnitNeeds:
     """A vocabulary's tokens by the units of one repetition they begin, per place.
 
@@ -123,21 +151,22 @@ class UnitNeeds:
     """
 
     def __init__(self, trie: TokenTrie, unit: Unit, vocab_size: int, num_words: int) -> None:
-        rows, positions, counts = unit_counts(trie, unit)
         self._row_of = np.full(unit.table.shape[0], -1, dtype=np.int64)
         self._row_of[unit.counted] = np.arange(unit.counted.size)
         self._rows: list[CountRows] = []
-        ids = trie.sorted_tokens.astype(np.int64).take(positions)
-        order = np.argsort(rows, kind="stable")
-        bounds = np.searchsorted(rows.take(order), np.arange(unit.counted.size + 1))
-        for k in range(unit.counted.size):
-            mine = order[bounds[k] : bounds[k + 1]]
-            if mine.size * _SPARSE_AT_MOST > vocab_size:
-                full = np.zeros(vocab_size, dtype=np.int16)
-                full[ids.take(mine)] = counts.take(mine)
-                self._rows.append(CountRows(full, num_words))
-            else:
-                self._rows.append(CountRows.sparse(ids.take(mine), counts.take(mine), num_words))
+        for sources in _batches(trie, unit):
+            rows, positions, counts = unit_counts(trie, unit, sources)
+            ids = trie.sorted_tokens.astype(np.int64).take(positions)
+            order = np.argsort(rows, kind="stable")
+            bounds = np.searchsorted(rows.take(order), np.arange(sources.size + 1))
+            for k in range(sources.size):
+                mine = order[bounds[k] : bounds[k + 1]]
+                if mine.size * _SPARSE_AT_MOST > vocab_size:
+                    full = np.zeros(vocab_size, dtype=np.int16)
+                    full[ids.take(mine)] = counts.take(mine)
+                    self._rows.append(CountRows(full, num_words))
+                else:
+                    self._rows.append(CountRows.sparse(ids.take(mine), counts.take(mine), num_words))
 
     def at_most(self, place: int, room: int) -> np.ndarray | None:
         """Packed mask of the tokens that begin at most ``room`` units from ``place`` (``None``: every token)."""
