@@ -366,20 +366,25 @@ def test_far_layers_of_a_product_are_left_out_of_the_walks_arrays(precompute: bo
         )
 
 
+def _product_unit(pattern: str) -> Unit:
+    """The unit of a JSON string of at most 20 characters matching ``pattern``, built by layers."""
+    product = layered_intersection(
+        counted_repeat(json_strings.json_string_char(), 0, 20),
+        json_strings.json_string_content(parse_regex(pattern)),
+    )
+    assert product is not None
+    layers = layers_of(product)
+    assert layers is not None
+    return layers.unit(product)
+
+
 def test_the_units_remembered_are_bounded_in_bytes(monkeypatch) -> None:
     """A vocabulary forgets its oldest units' counts when the new one would take them past the bound."""
     info = _info(14)
     builder = mask_builder_for(info)
     builder.unit_needs.clear()
     string = _string_unit()
-    product = layered_intersection(
-        counted_repeat(json_strings.json_string_char(), 0, 20),
-        json_strings.json_string_content(parse_regex("[a-c]+@[a-c]+")),
-    )
-    assert product is not None
-    product_layers = layers_of(product)
-    assert product_layers is not None
-    other = product_layers.unit(product)
+    other = _product_unit("[a-c]+@[a-c]+")
     first = unit_needs_for(builder, string)
     monkeypatch.setattr(unit_needs, "_MAX_UNIT_BYTES", first.nbytes + 1)
     second = unit_needs_for(builder, other)
@@ -397,14 +402,7 @@ def test_units_counted_in_batches_give_the_same_rows(monkeypatch) -> None:
     per batch gives the rows that one batch for all gives."""
     info = _info(15)
     builder = mask_builder_for(info)
-    product = layered_intersection(
-        counted_repeat(json_strings.json_string_char(), 0, 20),
-        json_strings.json_string_content(parse_regex("[a-c]+@(\\[[0-9]{1,3}\\]|[a-c]+)")),
-    )
-    assert product is not None
-    product_layers = layers_of(product)
-    assert product_layers is not None
-    unit = product_layers.unit(product)
+    unit = _product_unit("[a-c]+@(\\[[0-9]{1,3}\\]|[a-c]+)")
     assert unit.counted.size > 3
     whole = unit_needs.UnitNeeds(builder.trie, unit, builder.vocab_size, builder.num_words)
     monkeypatch.setattr(unit_needs, "_MAX_PAIRS", 1)
