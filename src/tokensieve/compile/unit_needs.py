@@ -58,9 +58,9 @@ def unit_counts(
 
     Only the (trie node, place) pairs still in the repetition are followed, so
     a place that few tokens can be read from (a place of an address literal in
-    an e-mail address) costs what those tokens cost, not the whole trie. A
-    subtree that leaves the repetition at once keeps what its path begun
-    before: one range of tokens.
+    an e-mail address) costs what those tokens cost, not the whole trie. The
+    tokens of a subtree whose first byte leaves the repetition all keep the
+    units their common path had begun: one range of tokens.
 
     Parameters
     ----------
