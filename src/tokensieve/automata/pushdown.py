@@ -132,13 +132,15 @@ def compile_grammar_automaton(
         )
     rules = _drop_unproductive(dict(grammar.rules), grammar.root)
     rules = _rewrite_left_recursion(rules)
-    recursive = _recursive_rules(rules, _references(grammar, rules))
+    references = _references(grammar, rules)
+    recursive = _recursive_rules(rules, references)
     if recursive and blank_runs is not None:
         # unrolling each rule's automaton made the compile-time walks of the pushdown slower (on
         # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): recursive
         # grammars bound the runs in the IR, as the grammar would write them
         rules = {n: _bounded_blank_loops(b, blank_runs, limits) for n, b in rules.items()}
-    inlined = _Inliner(rules, recursive, _references(grammar, rules))
+        references = _references(grammar, rules)
+    inlined = _Inliner(rules, recursive, references)
     if not recursive:
         dfa = ir_to_dfa(inlined.expand(grammar.root), limits)
         if blank_runs is None:

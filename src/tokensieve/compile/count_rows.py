@@ -98,23 +98,24 @@ class CountRows:
     def _row_over(self, at: int) -> np.ndarray:
         """A new packed row clearing the tokens whose count is over ``at``."""
         counts = self._counts
-        many = int(self._over[at + 1]) > _FEW_IDS  # most tokens: packbits beats their bits one by one
-        if counts is None:
-            ids = self._ids[int(np.searchsorted(self._sorted_counts, at, side="right")) :].astype(np.int64)
-        elif many:
+        if int(self._over[at + 1]) > _FEW_IDS:  # most tokens: packbits beats their bits one by one
             flags = np.zeros(self._num_words * 32, dtype=bool)
-            np.greater(counts, at, out=flags[: counts.size])
-            return _packed_complement(flags)
-        else:
-            ids = np.flatnonzero(np.greater(counts, at))
-        if many:
-            flags = np.zeros(self._num_words * 32, dtype=bool)
-            flags[ids] = True
-            return _packed_complement(flags)
+            if counts is None:
+                flags[self._listed_over(at)] = True
+            else:
+                np.greater(counts, at, out=flags[: counts.size])
+            row = np.packbits(flags, bitorder="little").view(np.int32)
+            np.invert(row, out=row)
+            return row
+        ids = self._listed_over(at) if counts is None else np.flatnonzero(np.greater(counts, at))
         over = np.zeros(self._num_words, dtype=np.int32)
         bits = np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)).view(np.int32)
         or_distinct_bits(over, ids >> 5, bits)
         return np.invert(over)
+
+    def _listed_over(self, at: int) -> np.ndarray:
+        """The tokens listed (:meth:`sparse`) whose count is over ``at`` (``int64``)."""
+        return self._ids[int(np.searchsorted(self._sorted_counts, at, side="right")) :].astype(np.int64)
 
     @property
     def nbytes(self) -> int:
@@ -127,10 +128,3 @@ class CountRows:
             + (0 if self._counts is None else self._counts.nbytes)
         )
         return int(held + self._over.nbytes + self._distinct.nbytes + rows)
-
-
-def _packed_complement(flags: np.ndarray) -> np.ndarray:
-    """The packed ``int32`` row of the tokens not flagged."""
-    row = np.packbits(flags, bitorder="little").view(np.int32)
-    np.invert(row, out=row)
-    return row

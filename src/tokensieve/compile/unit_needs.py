@@ -154,9 +154,10 @@ class UnitNeeds:
         self._row_of = np.full(unit.table.shape[0], -1, dtype=np.int64)
         self._row_of[unit.counted] = np.arange(unit.counted.size)
         self._rows: list[CountRows] = []
+        token_ids = trie.sorted_tokens.astype(np.int64)
         for sources in _batches(trie, unit):
             rows, positions, counts = unit_counts(trie, unit, sources)
-            ids = trie.sorted_tokens.astype(np.int64).take(positions)
+            ids = token_ids.take(positions)
             order = np.argsort(rows, kind="stable")
             bounds = np.searchsorted(rows.take(order), np.arange(sources.size + 1))
             for k in range(sources.size):
