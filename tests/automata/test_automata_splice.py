@@ -8,13 +8,19 @@ construction and minimisation build from the same IR without splicing.
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from support.regex_trees import OUTSIDE, accepted, brute, pattern_trees, to_ir
 
 from tokensieve import LimitExceeded, Limits
 from tokensieve.automata import ByteDFA, ir_to_dfa, regex_to_dfa
+from tokensieve.automata import splice as splice_module
+from tokensieve.automata.blank_runs import RunsNotCountable, bound_blank_runs, layout_places
 from tokensieve.automata.build import _determinized
+from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.ops import automaton_to_dfa, dfa_to_ir
 from tokensieve.automata.splice import PLACEHOLDER_LEAD, plan_splice, splice
 from tokensieve.grammar import ir, parse_regex
@@ -143,7 +149,9 @@ def test_a_splice_that_would_not_be_deterministic_is_declined(node, checks) -> N
 def test_automata_that_cannot_be_spliced_stay_in_the_ir_and_the_others_are_spliced(checks) -> None:
     big = _automaton("[a-z]{1,300}")
     undelimited = _automaton("[0-9]{1,300}")  # read on by the continuation
-    node = ir.concat(_quoted(big), ir.literal(":"), undelimited, ir.repeat(ir.literal("7"), 0, 1), ir.literal(";"))
+    node = ir.concat(
+        _quoted(big), ir.literal(":"), undelimited, ir.repeat(ir.literal("7"), 0, 1), ir.literal(";")
+    )
     plan = plan_splice(node)
     assert plan is not None and plan.automata == (big, undelimited)
     assert splice(ir_to_dfa(plan.node), plan) == {1}
@@ -200,3 +208,125 @@ def test_the_state_limit_applies_to_the_spliced_automaton() -> None:
     with pytest.raises(LimitExceeded, match="max_dfa_states"):
         ir_to_dfa(node, Limits(max_dfa_states=1000))
     assert ir_to_dfa(node, Limits(max_dfa_states=2000)).num_states > 1000
+
+
+WS = ir.star(ir.byte_class([(0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)]))
+
+
+def _same_automaton(got: ByteDFA, want: ByteDFA) -> None:
+    """Equal tables, acceptance and start, and the same blank chains and layer copies."""
+    assert np.array_equal(got.transitions, want.transitions)
+    assert np.array_equal(got.accepting, want.accepting) and got.start == want.start
+    assert (got.blank_chains is None) == (want.blank_chains is None)
+    if got.blank_chains is not None and want.blank_chains is not None:
+        assert (got.blank_chains.first, got.blank_chains.most) == (
+            want.blank_chains.first,
+            want.blank_chains.most,
+        )
+        assert np.array_equal(got.blank_chains.places, want.blank_chains.places)
+    assert (got.layer_copies is None) == (want.layer_copies is None)
+    if got.layer_copies is not None:
+        for name in ("base", "room", "place", "unit", "lag"):
+            assert np.array_equal(getattr(got.layer_copies, name), getattr(want.layer_copies, name)), name
+
+
+def _counted_letters() -> ir.Automaton:
+    """``[a-z]{0,60}`` built by layers (its copies carry layer copies)."""
+    out = counted_repeat(ir.byte_class([(0x61, 0x7A)]), 0, 60)
+    assert out is not None
+    return out
+
+
+def _layout_node() -> ir.Node:
+    """Layout places in the skeleton and inside a spliced automaton, and a counted string."""
+    # loops on the blanks inside, and on tabs alone (not a place)
+    spaced = _automaton("<[a-z]{1,20}(#\t*#)?([ \t\n\r]*,[ \t\n\r]*[a-z]{1,20})*>")
+    counted = _counted_letters()
+    return ir.concat(
+        ir.literal("{"),
+        WS,
+        _quoted(counted),
+        WS,
+        ir.literal(":"),
+        WS,
+        spaced,
+        WS,
+        ir.repeat(ir.concat(ir.literal(","), WS, _quoted(counted), WS), 0, None),
+        ir.literal("}"),
+    )
+
+
+@pytest.mark.parametrize("most", [0, 1, 3, 32])
+def test_a_splice_bounds_the_runs_of_blanks_in_its_own_table(most: int, monkeypatch) -> None:
+    node = _layout_node()
+    plan = plan_splice(node, min_states=1)
+    assert plan is not None and len(plan.automata) >= 2
+    skeleton = ir_to_dfa(plan.node)
+    plain = splice(skeleton, plan)
+    assert isinstance(plain, ByteDFA)
+    want = bound_blank_runs(plain, most)
+    assert want is not None and (want.blank_chains is None) == (most == 0)
+    places = layout_places(plain.transitions)
+    assert places is not None
+    inside = places.places >= plain.num_states - sum(splice_module._copyable(a).size for a in plan.automata)
+    assert inside.any() and not inside.all()  # places in the skeleton and in a copy
+    # the copies' rows are written into the spliced table itself, made with room for them
+    unrolled = []
+    unroll = splice_module.unroll_blank_runs
+    monkeypatch.setattr(splice_module, "unroll_blank_runs", lambda *a: unrolled.append(a) or unroll(*a))
+    got = splice(skeleton, plan, blank_runs=most)
+    assert isinstance(got, ByteDFA) and len(unrolled) == 1
+    _same_automaton(got, want)
+    assert not got.transitions.flags.writeable
+
+    def text(outer: int, inner: int) -> bytes:
+        return b'{"ab"' + b" " * outer + b":<a" + b"\t" * inner + b',b>,"c"}'
+
+    assert got.accepts(text(most, most))
+    assert not got.accepts(text(most + 1, 0)) and not got.accepts(text(0, most + 1))
+
+
+def test_a_splice_whose_places_are_not_as_counted_bounds_a_table_of_its_own(monkeypatch) -> None:
+    node = _layout_node()
+    plan = plan_splice(node, min_states=1)
+    assert plan is not None
+    skeleton = ir_to_dfa(plan.node)
+    want = bound_blank_runs(splice(skeleton, plan), 4)
+    assert want is not None
+    copyable = splice_module._copyable
+    for wrong in (1, -1):
+        monkeypatch.setattr(
+            splice_module,
+            "_copyable",
+            lambda a, wrong=wrong: (
+                lambda c: dataclasses.replace(c, layout_places=max(0, c.layout_places + wrong))
+            )(copyable(a)),
+        )
+        got = splice(skeleton, plan, blank_runs=4)
+        assert isinstance(got, ByteDFA)
+        _same_automaton(got, want)
+
+
+def test_a_splice_refuses_runs_that_start_before_their_place() -> None:
+    counted = _counted_letters()
+    node = ir.concat(_quoted(counted), ir.literal("  "), WS, ir.literal("}"))
+    plan = plan_splice(node, min_states=1)
+    assert plan is not None
+    with pytest.raises(RunsNotCountable):
+        splice(ir_to_dfa(plan.node), plan, blank_runs=3)
+    with pytest.raises(RunsNotCountable):
+        ir_to_dfa(node, blank_runs=3)
+    # without the literal blanks the same splice counts the run
+    bounded = ir_to_dfa(ir.concat(_quoted(counted), WS, ir.literal("}")), blank_runs=3)
+    assert bounded.accepts(b'"ab"   }') and not bounded.accepts(b'"ab"    }')
+
+
+def test_the_state_limit_counts_the_copies_of_the_places() -> None:
+    node = _layout_node()
+    plan = plan_splice(node, min_states=1)
+    assert plan is not None
+    skeleton = ir_to_dfa(plan.node)
+    spliced = splice(skeleton, plan)
+    assert isinstance(spliced, ByteDFA)
+    with pytest.raises(LimitExceeded, match="blanks"):
+        splice(skeleton, plan, Limits(max_dfa_states=spliced.num_states + 10), blank_runs=32)

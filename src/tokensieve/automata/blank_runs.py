@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LimitExceeded
-from ..grammar.ir import Node, byte_class, repeat
+from ..grammar.ir import byte_class
 from ..limits import Limits
-from .counted import cached_counted_repeat
 from .dfa import ByteDFA
+from .layers import LayerCopies
 
 __all__ = [
     "BLANK",
@@ -41,9 +41,12 @@ __all__ = [
     "IS_BLANK",
     "BlankChains",
     "CopyRows",
+    "LayoutPlaces",
     "RunsNotCountable",
-    "blank_run",
+    "blank_run_states",
     "bound_blank_runs",
+    "layout_places",
+    "unroll_blank_runs",
 ]
 
 #: the JSON blanks: tab, line feed, carriage return, space
@@ -54,11 +57,6 @@ IS_BLANK[BLANKS] = True
 IS_BLANK.setflags(write=False)
 #: one JSON blank, as an IR node
 BLANK = byte_class([(b, b) for b in BLANKS.tolist()])
-
-
-def blank_run(most: int, limits: Limits | None = None) -> Node:
-    """A run of at most ``most`` blanks written into the IR: one automaton of ``most + 1`` states."""
-    return cached_counted_repeat(BLANK, 0, most, limits or Limits()) or repeat(BLANK, 0, most)
 
 
 @dataclass(frozen=True, eq=False)
@@ -228,58 +226,152 @@ def bound_blank_runs(dfa: ByteDFA, most: int, limits: Limits | None = None) -> B
         For a negative ``most``.
     LimitExceeded
         When the result would have more than ``max_dfa_states`` states.
+
+    See Also
+    --------
+    unroll_blank_runs : the same, written into a table made with room for the copies.
     """
     if most < 0:
         raise ValueError(f"the longest run of blanks must be at least 0, not {most}")
     table = np.asarray(dfa.transitions)
+    places = layout_places(table)
+    if places is None:
+        return None
+    if not places.size:
+        return dfa
+    num_states = table.shape[0]
+    out = np.empty((blank_run_states(num_states, places.size, most, limits), 256), dtype=np.int32)
+    out[:num_states] = table
+    return unroll_blank_runs(out, num_states, places, dfa.accepting, dfa.start, most, dfa.layer_copies)
+
+
+@dataclass(frozen=True, eq=False)
+class LayoutPlaces:
+    """The states of a table that loop on the four blanks, with what the unrolling reads of the others.
+
+    Attributes
+    ----------
+    places
+        ``int64 (P,)``, sorted: the states that loop on every blank.
+    on_blanks
+        ``int64 (S, 4)``: the table's columns of the blanks.
+    loops
+        ``bool (S,)``: whether each state is a place.
+    """
+
+    places: np.ndarray
+    on_blanks: np.ndarray
+    loops: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """The number of places."""
+        return int(self.places.size)
+
+
+def layout_places(table: np.ndarray) -> LayoutPlaces | None:
+    """The layout places of ``table`` (``(S, 256)``), or ``None`` when a run of blanks could start before one.
+
+    A blank into a place from a state that was itself reached on a blank
+    would start the run before the place (see the module's notes).
+    """
     num_states = table.shape[0]
     ids = np.arange(num_states, dtype=np.int64)
     on_blanks = table[:, BLANKS].astype(np.int64)
     loops = (on_blanks == ids[:, None]).all(axis=1)
     places = np.flatnonzero(loops)
-    if not places.size:
-        return dfa
-    target = np.maximum(on_blanks, 0)
-    to_place = (on_blanks >= 0) & loops.take(target)  # a blank into a place (its own loop included)
-    into_place = to_place & ~loops[:, None]  # a run's first blank
-    reached_on_blank = np.zeros(num_states, dtype=bool)
-    reached_on_blank[on_blanks[(on_blanks >= 0) & (on_blanks != ids[:, None])]] = True
-    if reached_on_blank[into_place.any(axis=1)].any():
-        return None
+    if places.size:
+        into_place = (
+            (on_blanks >= 0) & loops.take(np.maximum(on_blanks, 0)) & ~loops[:, None]
+        )  # a run's first blank
+        reached_on_blank = np.zeros(num_states, dtype=bool)
+        reached_on_blank[on_blanks[(on_blanks >= 0) & (on_blanks != ids[:, None])]] = True
+        if reached_on_blank[into_place.any(axis=1)].any():
+            return None
+    return LayoutPlaces(places, on_blanks, loops)
+
+
+def blank_run_states(num_states: int, places: int, most: int, limits: Limits | None = None) -> int:
+    """The states of an automaton of ``num_states`` with ``most`` copies of each of its ``places``.
+
+    Raises
+    ------
+    LimitExceeded
+        When that is more than ``max_dfa_states``.
+    """
     limits = limits or Limits()
-    total = num_states + places.size * most
+    total = num_states + places * most
     if total > limits.max_dfa_states:
         raise LimitExceeded(
             "max_dfa_states",
             limits.max_dfa_states,
-            f"{places.size} places of up to {most} blanks need {total} states",
+            f"{places} places of up to {most} blanks need {total} states",
         )
-    # copy c (1 .. most) of place k is state num_states + k * most + c - 1
-    first_copy = np.full(num_states, -1, dtype=np.int64)
-    first_copy[places] = num_states + np.arange(places.size, dtype=np.int64) * most
-    out = np.empty((total, 256), dtype=np.int32)
-    out[:num_states] = table
+    return total
+
+
+def unroll_blank_runs(
+    out: np.ndarray,
+    num_states: int,
+    places: LayoutPlaces,
+    accepting: np.ndarray,
+    start: int,
+    most: int,
+    layer_copies: LayerCopies | None = None,
+) -> ByteDFA:
+    """:func:`bound_blank_runs` in place: ``out`` holds the automaton and has room for the copies.
+
+    Parameters
+    ----------
+    out
+        ``int32 (num_states + places.size * most, 256)``, writeable: the
+        automaton in its first ``num_states`` rows. Written in place and handed
+        over, read-only, as the result's table.
+    num_states
+        The automaton's states.
+    places
+        :func:`layout_places` of ``out[:num_states]``, with at least one place.
+    accepting, start, layer_copies
+        The automaton's.
+    most
+        Longest run of blanks (at least 0).
+
+    Returns
+    -------
+    ByteDFA
+        As :func:`bound_blank_runs` returns it.
+    """
+    on_blanks, loops, places_at = places.on_blanks, places.loops, places.places
+    if out.shape != (num_states + places_at.size * most, 256):
+        raise ValueError(
+            f"a table of {out.shape} rows has no room for {places_at.size} places of {most} blanks"
+        )
+    target = np.maximum(on_blanks, 0)
+    to_place = (on_blanks >= 0) & loops.take(target)  # a blank into a place (its own loop included)
+    accepting = np.asarray(accepting, dtype=bool)
     if most == 0:
         out[:num_states, BLANKS] = np.where(to_place, -1, on_blanks)
         out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
-        return ByteDFA(out, np.asarray(dfa.accepting, dtype=bool), dfa.start, layer_copies=dfa.layer_copies)
+        return ByteDFA(out, accepting, start, layer_copies=layer_copies)
+    # copy c (1 .. most) of place k is state num_states + k * most + c - 1
+    first_copy = np.full(num_states, -1, dtype=np.int64)
+    first_copy[places_at] = num_states + np.arange(places_at.size, dtype=np.int64) * most
     # every blank into a place reads the run's next blank
     out[:num_states, BLANKS] = np.where(to_place, first_copy.take(target), on_blanks)
-    copies = out[num_states:].reshape(places.size, most, 256)
-    copies[:] = out[places][:, None, :]  # a copy leaves its place as the place does
-    after = num_states + np.arange(places.size * most, dtype=np.int64).reshape(places.size, most) + 1
+    copies = out[num_states:].reshape(places_at.size, most, 256)
+    copies[:] = out[places_at][:, None, :]  # a copy leaves its place as the place does
+    after = num_states + np.arange(places_at.size * most, dtype=np.int64).reshape(places_at.size, most) + 1
     after[:, -1] = -1  # the last copy reads no more blanks
     copies[:, :, BLANKS] = after[:, :, None]
-    accepting = np.asarray(dfa.accepting, dtype=bool)
-    places.setflags(write=False)
+    places_at.setflags(write=False)
     out.setflags(write=False)  # handed over as it is (ByteDFA copies a writeable table)
-    chains = BlankChains(num_states, most, places)
+    chains = BlankChains(num_states, most, places_at)
     # the states of counted repetitions keep their numbers (and a copy of a place is never one)
-    layered = None if dfa.layer_copies is None else dfa.layer_copies.padded(total)
+    layered = None if layer_copies is None else layer_copies.padded(out.shape[0])
     return ByteDFA(
         out,
-        np.concatenate([accepting, np.repeat(accepting[places], most)]),
-        dfa.start,
+        np.concatenate([accepting, np.repeat(accepting[places_at], most)]),
+        start,
         blank_chains=chains,
         layer_copies=layered,
     )

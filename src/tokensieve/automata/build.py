@@ -8,6 +8,7 @@ from ..errors import GrammarError
 from ..grammar.ir import Automaton, Node, is_nothing
 from ..grammar.regex import parse_regex
 from ..limits import Limits
+from .blank_runs import RunsNotCountable, bound_blank_runs
 from .determinize import ClassDFA, Row, determinize
 from .dfa import ByteDFA
 from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim, trim_edges
@@ -53,7 +54,7 @@ def regex_to_dfa(pattern: str, limits: Limits | None = None) -> ByteDFA:
 _EMPTY_LANGUAGE = "pattern matches no string"
 
 
-def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
+def ir_to_dfa(node: Node, limits: Limits | None = None, *, blank_runs: int | None = None) -> ByteDFA:
     """Compile a regex IR node to a minimal, trimmed byte DFA.
 
     Parameters
@@ -62,6 +63,11 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
         The IR (rule references must already be resolved).
     limits
         ``max_nfa_states``, ``max_dfa_states`` and ``max_compile_work`` apply.
+    blank_runs
+        When set, every state that loops on the four JSON blanks is a layout
+        place whose runs are limited to this many blanks (see
+        :func:`~tokensieve.automata.blank_runs.bound_blank_runs`; a spliced
+        table is written with the copies' rows at once).
 
     Returns
     -------
@@ -76,6 +82,8 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
         When the language is empty, or for an unresolved rule reference.
     LimitExceeded
         When a limit is exceeded.
+    RunsNotCountable
+        With ``blank_runs``, when a run of blanks could start before a place.
     """
     limits = limits or Limits()
     if is_nothing(node):
@@ -85,7 +93,7 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
     for _ in range(_SPLICE_ATTEMPTS):
         if plan is None:
             break
-        spliced = splice(_determinized(plan.node, limits), plan, limits)
+        spliced = splice(_determinized(plan.node, limits), plan, limits, blank_runs=blank_runs)
         if isinstance(spliced, ByteDFA):
             return spliced
         if not spliced:
@@ -93,7 +101,13 @@ def ir_to_dfa(node: Node, limits: Limits | None = None) -> ByteDFA:
         # leave the automata that cannot be spliced in the IR, and splice the others
         excluded |= frozenset(plan.automata[k] for k in spliced)
         plan = plan_splice(node, exclude=excluded)
-    return _determinized(node, limits)
+    dfa = _determinized(node, limits)
+    if blank_runs is None:
+        return dfa
+    bounded = bound_blank_runs(dfa, blank_runs, limits)
+    if bounded is None:
+        raise RunsNotCountable("a run of blanks starts before a layout place")
+    return bounded
 
 
 #: skeletons determinised before giving up on splicing (each attempt leaves out the automata that failed)
@@ -119,7 +133,9 @@ def _determinized(node: Node, limits: Limits) -> ByteDFA:
                 raise GrammarError(_EMPTY_LANGUAGE)
         return _expand_edges(minimize_edges(edges), cdfa.class_of_byte)  # type: ignore[arg-type]
     rows = cdfa.rows
-    accepting = cdfa.accepting if isinstance(cdfa.accepting, list) else [bool(a) for a in cdfa.accepting.tolist()]
+    accepting = (
+        cdfa.accepting if isinstance(cdfa.accepting, list) else [bool(a) for a in cdfa.accepting.tolist()]
+    )
     if nfa.has_dead:
         trimmed = trim(rows, accepting)
         if trimmed is None:

@@ -15,17 +15,20 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import LimitExceeded
-from ..grammar.ir import Automaton, Node
+from ..grammar.ir import Automaton, Node, repeat
 from ..limits import Limits
+from .blank_runs import BLANK
 from .build import ir_to_dfa
 from .dfa import ByteDFA
 from .layers import Layers, mark_layered
 from .ops import dfa_to_ir
 
-__all__ = ["counted_repeat"]
+__all__ = ["blank_run", "counted_repeat"]
 
 
-def counted_repeat(item: Node, min_count: int, max_count: int | None, limits: Limits | None = None) -> Automaton | None:
+def counted_repeat(
+    item: Node, min_count: int, max_count: int | None, limits: Limits | None = None
+) -> Automaton | None:
     """The language ``item{min_count,max_count}`` as an embedded automaton, built by layers.
 
     Parameters
@@ -109,6 +112,13 @@ def _counted(unit: ByteDFA, min_count: int, max_count: int | None, limits: Limit
 
 
 @lru_cache(maxsize=128)
-def cached_counted_repeat(item: Node, min_count: int, max_count: int | None, limits: Limits) -> Automaton | None:
+def cached_counted_repeat(
+    item: Node, min_count: int, max_count: int | None, limits: Limits
+) -> Automaton | None:
     """:func:`counted_repeat`, remembered per process (IR nodes and limits are immutable)."""
     return counted_repeat(item, min_count, max_count, limits)
+
+
+def blank_run(most: int, limits: Limits | None = None) -> Node:
+    """A run of at most ``most`` JSON blanks written into the IR: one automaton of ``most + 1`` states."""
+    return cached_counted_repeat(BLANK, 0, most, limits or Limits()) or repeat(BLANK, 0, most)

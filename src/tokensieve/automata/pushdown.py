@@ -48,8 +48,9 @@ from ..grammar.ir import (
     repeat,
 )
 from ..limits import Limits
-from .blank_runs import BLANK, RunsNotCountable, blank_run, bound_blank_runs
+from .blank_runs import BLANK
 from .build import ir_to_dfa
+from .counted import blank_run
 from .dfa import ByteDFA
 from .nfa import automaton_runs
 
@@ -142,13 +143,7 @@ def compile_grammar_automaton(
         references = _references(grammar, rules)
     inlined = _Inliner(rules, recursive, references)
     if not recursive:
-        dfa = ir_to_dfa(inlined.expand(grammar.root), limits)
-        if blank_runs is None:
-            return dfa
-        bounded = bound_blank_runs(dfa, blank_runs, limits)
-        if bounded is None:
-            raise RunsNotCountable("a run of blanks starts before a layout place")
-        return bounded
+        return ir_to_dfa(inlined.expand(grammar.root), limits, blank_runs=blank_runs)
     names = sorted(recursive | {grammar.root}, key=lambda n: (n != grammar.root, n))
     if len(names) > _MAX_RECURSIVE_RULES:
         raise LimitExceeded("max_grammar_rules", _MAX_RECURSIVE_RULES, "too many recursive rules")

@@ -54,6 +54,15 @@ from ..grammar.ir import (
     repeat,
 )
 from ..limits import Limits
+from .blank_runs import (
+    BLANKS,
+    IS_BLANK,
+    RunsNotCountable,
+    blank_run_states,
+    bound_blank_runs,
+    layout_places,
+    unroll_blank_runs,
+)
 from .determinize import _search
 from .dfa import ByteDFA
 from .layers import Derived, LayerCopies, Unit, layers_of
@@ -230,6 +239,8 @@ class _Copyable:
     ends: np.ndarray
     #: ``bool (256,)``: the bytes read by some accepting state of the automaton (left out or not)
     end_bytes: np.ndarray
+    #: states of a copy that loop on the four JSON blanks (layout places, see :mod:`.blank_runs`)
+    layout_places: int = 0
     #: for an automaton built by layers: the unit, and ``(states, bases, rooms, places)`` of the
     #: states whose masks are derived (numbered in the copy; see :mod:`.layers`)
     unit: Unit | None = None
@@ -276,7 +287,9 @@ def _copyable(node: Automaton) -> _Copyable:
         if states.size and keep.take(states).all() and keep.take(bases).all():
             unit = layers.unit(node)
             derived = (local.take(states), local.take(bases), rooms, places, lags)
-    got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes, unit, derived)
+    rows, on = np.divmod(cells, 256)
+    layout = int((np.bincount(rows[(targets == rows) & IS_BLANK.take(on)], minlength=1) == BLANKS.size).sum())
+    got = _Copyable(num_rows, int(keep.sum()), cells, targets, first, ends, end_bytes, layout, unit, derived)
     size = cells.nbytes + targets.nbytes + end_bytes.nbytes
     if size <= _COPYABLE_BYTES // 4:
         _copyables.put(node, got, size)
@@ -288,7 +301,9 @@ _COPYABLE_BYTES = 64 << 20
 _copyables: BoundedMemo[_Copyable] = BoundedMemo(max_size=_COPYABLE_BYTES)
 
 
-def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) -> ByteDFA | frozenset[int]:
+def splice(
+    skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None, *, blank_runs: int | None = None
+) -> ByteDFA | frozenset[int]:
     """Substitute the automata of ``plan`` for the placeholders of ``skeleton``.
 
     Parameters
@@ -299,6 +314,11 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
         From :func:`plan_splice`.
     limits
         ``max_dfa_states`` bounds the result.
+    blank_runs
+        When set, the result's runs of blanks are bounded to this many, as
+        :func:`~tokensieve.automata.blank_runs.bound_blank_runs` bounds them,
+        in the same table: the rows of the copies of the layout places are
+        made with the others, so the large table is written once.
 
     Returns
     -------
@@ -312,12 +332,15 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
     ------
     LimitExceeded
         When the result would have more than ``max_dfa_states`` states.
+    RunsNotCountable
+        With ``blank_runs``, when a run of blanks could start before a place.
 
     Notes
     -----
     The numbering is decided before the large table is written: skeleton
     states first (in their order), then the copies, each in its automaton's
-    order without the start states nothing leads back to.
+    order without the start states nothing leads back to (then the copies of
+    the layout places).
     """
     limits = limits or Limits()
     table = skeleton.transitions
@@ -373,8 +396,15 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
         raise LimitExceeded(
             "max_dfa_states", limits.max_dfa_states, f"the spliced DFA needs at least {total} states"
         )
-    out = np.empty((total, 256), dtype=np.int32)
-    out[len(kept) :] = -1
+    spare = 0
+    if blank_runs is not None:
+        # the layout places: the skeleton's that loop on the blanks and those inside the copies
+        # (a merge never adds or removes a loop: it writes only bytes the state did not read)
+        looping = (plain[kept][:, BLANKS] == kept[:, None]).all(axis=1)
+        predicted = int(looping.sum()) + sum(tables[k].layout_places for k in np.array(copy_auto)[live].tolist())
+        spare = blank_run_states(total, predicted, blank_runs, limits) - total
+    out = np.empty((total + spare, 256), dtype=np.int32)
+    out[len(kept) : total] = -1
     acc_out = np.zeros(total, dtype=bool)
     out[: len(kept)] = new[plain[kept]]
     acc_out[: len(kept)] = accepting[kept]
@@ -404,10 +434,21 @@ def splice(skeleton: ByteDFA, plan: SplicePlan, limits: Limits | None = None) ->
             row = out[new[s]]
             for first in entries(s):
                 np.copyto(row, first, where=first >= 0)
+    layered = _layer_copies(total, tables, copy_auto, live, bases)
+    start = int(new[skeleton.start])
+    if blank_runs is not None:
+        places = layout_places(out[:total])
+        if places is None:
+            raise RunsNotCountable("a run of blanks starts before a layout place")
+        if places.size and places.size * blank_runs == spare:
+            return unroll_blank_runs(out, total, places, acc_out, start, blank_runs, layered)
+        if places.size or spare:  # not as predicted: bounded in a table of its own
+            bounded = bound_blank_runs(ByteDFA(out[:total], acc_out, start, layer_copies=layered), blank_runs, limits)
+            assert bounded is not None  # countable, as found above
+            return bounded
     out.setflags(write=False)
     acc_out.setflags(write=False)
-    layered = _layer_copies(total, tables, copy_auto, live, bases)
-    return ByteDFA(out, acc_out, int(new[skeleton.start]), layer_copies=layered)
+    return ByteDFA(out, acc_out, start, layer_copies=layered)
 
 
 def _layer_copies(

@@ -18,9 +18,9 @@ from typing import Any
 
 from ..._memo import BoundedMemo
 from ...automata import ops as _ops
-from ...automata.blank_runs import BLANK, blank_run
+from ...automata.blank_runs import BLANK
 from ...automata.build import ir_to_dfa
-from ...automata.counted import cached_counted_repeat
+from ...automata.counted import blank_run, cached_counted_repeat
 from ...automata.layered_product import layered_intersection
 from ...automata.splice import SPLICE_MIN_STATES
 from ...limits import Limits
