@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import EngineResult, compare_masks, fmt, prepare_walks, run_engine_workload
+from harness import EngineResult, MaskStore, compare_masks, fmt, prepare_walks, run_engine_workload
 from peers import describe_engines, engine_names, run_metadata, set_up_engines
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 from workloads import Workload
@@ -330,12 +330,15 @@ def main(argv: list[str] | None = None) -> int:
 
     engines, skipped, setup_s = set_up_engines(names, vocab, _json_compiler_missing)
 
+    # every mask recorded goes into rows written before any timing (see harness.MaskStore)
+    steps_to_record = sum(len(x.token_ids) + 1 for ws in walks.values() for x in ws)
+    store = MaskStore(steps_to_record * len(engines), (vocab.vocab_size + 31) // 32)
     results: list[EngineResult] = []
     started = time.perf_counter()
     for i, w in enumerate(workloads):
         print(f"[{i + 1}/{len(workloads)}] {w.group}/{w.name} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
         for engine in engines:
-            results.append(run_engine_workload(engine, w, walks[w.name], args.repeat))
+            results.append(run_engine_workload(engine, w, walks[w.name], args.repeat, store=store))
 
     diffs = mask_differences(results, vocab, workloads, walks)
     ran = [e.name for e in engines]
