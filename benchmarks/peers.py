@@ -212,6 +212,26 @@ class TokensieveEngine(Engine):
         return _OursMatcher(self._tokensieve.GrammarMatcher(compiled), self.bitmask)
 
 
+class TokensieveLazyEngine(TokensieveEngine):
+    """tokensieve with ``precompute=False``: at compile time only the start state's mask.
+
+    The other end of the trade between compile time and per-token time: every
+    mask after the first is computed on first use (with the states a few bytes
+    ahead) while decoding. Its masks must equal ``ours``'s, which the mask
+    comparison checks.
+    """
+
+    name = "ours-lazy"
+    caching_note = (
+        "As ours, with GrammarCompiler(precompute=False): the automaton is built and minimised at "
+        "compile time, the first mask is the start state's alone, and every other mask is walked on "
+        "first use while decoding (memoised)."
+    )
+
+    def new_compiler(self) -> None:
+        self._compiler = self._tokensieve.GrammarCompiler(self._info, precompute=False)
+
+
 # --------------------------------------------------------------------------- xgrammar
 
 
@@ -428,7 +448,8 @@ class OutlinesEngine(Engine):
 
 
 ENGINES: dict[str, type[Engine]] = {
-    cls.name: cls for cls in (TokensieveEngine, XgrammarEngine, LlguidanceEngine, OutlinesEngine)
+    cls.name: cls
+    for cls in (TokensieveEngine, TokensieveLazyEngine, XgrammarEngine, LlguidanceEngine, OutlinesEngine)
 }
 
 
