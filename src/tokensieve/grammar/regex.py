@@ -4,15 +4,17 @@ The whole output must match the pattern (full-match semantics), so ``^`` at the
 start and ``$`` at the end are accepted and mean nothing. Supported: literals
 and escapes (``\\n \\t \\r \\f \\v \\0 \\/ \\\\ \\xHH \\uHHHH \\u{H...} \\cX``,
 escaped punctuation), ``.``, classes with ranges and negation, ``\\d \\w \\s \\D
-\\W \\S``, groups (capturing, ``(?:...)``, ``(?<name>...)``), alternation and
+\\W \\S``, Unicode property escapes ``\\p{...} \\P{...}`` (General_Category
+values and ``Any``/``ASCII``/``Assigned``, see
+:mod:`~tokensieve.grammar.unicode_properties`), groups (capturing, ``(?:...)``, ``(?<name>...)``), alternation and
 the quantifiers ``* + ? {m} {m,} {m,n}`` (lazy forms too: they match the same
 strings). Following Annex B, a ``{`` that does not start a quantifier and a lone
 ``]`` or ``}`` are literal, and ``-`` next to a class escape inside a class
 (``[\\w-.]``) is literal.
 
 Rejected with a :class:`~tokensieve.errors.GrammarError` naming the construct and
-its position: lookaround, backreferences, word boundaries, Unicode property
-escapes (not supported yet), inline flags, unbalanced parentheses, bad ranges
+its position: lookaround, backreferences, word boundaries, the Unicode
+properties without a table here (scripts, most binary properties), inline flags, unbalanced parentheses, bad ranges
 and escapes, quantifiers with nothing to repeat, and anchors anywhere a full
 match makes them more than decoration.
 
@@ -30,6 +32,7 @@ from .ir import (
     CharClass,
     Literal,
     Node,
+    Ranges,
     alt,
     char_class,
     complement_ranges,
@@ -37,6 +40,7 @@ from .ir import (
     normalize_ranges,
     repeat,
 )
+from .unicode_properties import UnknownProperty, UnsupportedProperty, property_ranges
 
 __all__ = ["parse_regex", "DIGIT", "WORD", "SPACE", "DOT"]
 
@@ -234,7 +238,9 @@ class _Parser:
                     assert isinstance(value, int)
                     self.add_atom(frame, self.char_node(value, pos))
                 else:
-                    self.add_atom(frame, _SET_NODES[value])  # type: ignore[index]
+                    assert isinstance(value, tuple)
+                    known = _SET_NODES.get(value)  # \\d, \\w, \\s and their complements
+                    self.add_atom(frame, known if known is not None else char_class(value))
             else:
                 self.pos += 1
                 cp = ord(ch)
@@ -386,7 +392,7 @@ class _Parser:
                 "backreferences (\\k<name>) are not supported (the language would not be regular)", start
             )
         if c in "pP":
-            raise self.error(f"Unicode property escapes (\\{c}{{...}}) are not supported yet", start)
+            return ("s", self.parse_property(c, start))
         if c == "x":
             digits = src[self.pos : self.pos + 2]
             if len(digits) != 2 or not all(d in _HEX for d in digits):
@@ -407,6 +413,22 @@ class _Parser:
         if 0xD800 <= cp <= 0xDFFF:
             cp = self.combine_raw_surrogate(cp)
         return ("c", cp)
+
+    def parse_property(self, c: str, start: int) -> Ranges:
+        """The code points of ``\\p{...}`` (``c`` is ``p``) or ``\\P{...}`` (``P``) at ``start``."""
+        src = self.src
+        end = src.find("}", self.pos)
+        if not src.startswith("{", self.pos) or end < 0:
+            raise self.error(f"\\{c} must be followed by a property in braces, as \\{c}{{Letter}}", start)
+        text = src[self.pos + 1 : end]
+        try:
+            ranges = property_ranges(text)
+        except UnknownProperty as exc:
+            raise self.error(f"bad Unicode property escape \\{c}{{{text}}}: {exc}", start) from None
+        except UnsupportedProperty as exc:
+            raise self.error(f"Unicode property escape \\{c}{{{text}}}: {exc}", start) from None
+        self.pos = end + 1
+        return ranges if c == "p" else complement_ranges(ranges)
 
     def parse_unicode_escape(self, start: int) -> int:
         src = self.src
