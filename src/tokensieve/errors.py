@@ -38,6 +38,9 @@ class GrammarError(TokensieveError, ValueError):
         The offending text (pattern or grammar), used to build the excerpt.
     position
         0-based character offset of the problem in ``source``.
+    unsupported
+        Whether the text is valid but uses a construct that is not supported
+        (a lookahead in a pattern, say), rather than being malformed.
 
     Attributes
     ----------
@@ -45,10 +48,21 @@ class GrammarError(TokensieveError, ValueError):
         1-based line and column of the problem (``None`` when unknown).
     excerpt
         The offending line with a caret under the column.
+    unsupported
+        As the parameter: a JSON Schema compiled with ``strict=False`` reports
+        such a pattern in ``unenforced`` instead of failing.
     """
 
-    def __init__(self, message: str, source: str | None = None, position: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        source: str | None = None,
+        position: int | None = None,
+        *,
+        unsupported: bool = False,
+    ) -> None:
         self.message = message
+        self.unsupported = unsupported
         self.source = source
         self.position = position
         self.line: int | None = None

@@ -81,6 +81,73 @@ def test_unsupported_keywords_strict_and_lenient(compiler, schema, pointer, keyw
     assert any(u.startswith(f"{pointer}: {keyword} ") for u in compiled.unenforced), compiled.unenforced
 
 
+@pytest.mark.parametrize(
+    "schema,pointer,violates,breaks_the_rest",
+    [
+        # a lookahead: left out, so a string without a digit passes, and maxLength still holds
+        (
+            {"type": "string", "pattern": "^(?=.*[0-9])[a-z0-9]+$", "maxLength": 6},
+            "/pattern",
+            '"abcdef"',
+            '"abcdefg"',
+        ),
+        # a script property inside an object's property
+        (
+            {
+                "type": "object",
+                "properties": {"name": {"type": "string", "pattern": "^\\p{Script=Greek}+$", "minLength": 2}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+            "/properties/name/pattern",
+            '{"name": "ab"}',
+            '{"name": "a"}',
+        ),
+        # a word boundary under not: the exclusion is left out
+        (
+            {"type": "string", "not": {"pattern": "\\bfoo"}, "maxLength": 4},
+            "/not/pattern",
+            '"foo"',
+            '"foooo"',
+        ),
+    ],
+)
+def test_unsupported_pattern_is_reported_in_lenient_mode(
+    compiler, schema, pointer, violates, breaks_the_rest
+) -> None:
+    """Strict: a SchemaError at the pattern; lenient: the pattern is left out and reported, the rest enforced."""
+    with pytest.raises(SchemaError) as info:
+        compiler.compile_json_schema(schema)
+    assert info.value.pointer == pointer
+    compiled = compiler.compile_json_schema(schema, strict=False)
+    assert any(u.startswith(f"{pointer}: pattern ") and "not enforced" in u for u in compiled.unenforced), (
+        compiled.unenforced
+    )
+    assert accepts(compiled, violates)
+    assert not accepts(compiled, breaks_the_rest)
+
+
+def test_unsupported_pattern_property_closes_the_extra_keys_and_says_so(compiler) -> None:
+    schema = {
+        "type": "object",
+        "patternProperties": {"^(?!x)": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    compiled = compiler.compile_json_schema(schema, strict=False)
+    assert any(u.startswith("/patternProperties/^(?!x): pattern ") for u in compiled.unenforced)
+    assert any(u.startswith("/patternProperties: patternProperties ") for u in compiled.unenforced)
+    assert accepts(compiled, "{}")
+    assert not accepts(compiled, '{"a": 1}')  # no extra key at all: a smaller language, never a wrong one
+
+
+@pytest.mark.parametrize("pattern", ["(ab", "[z-a]", "\\p{NoSuchProperty}"])
+def test_malformed_pattern_is_an_error_in_both_modes(compiler, pattern) -> None:
+    for strict in (True, False):
+        with pytest.raises(SchemaError) as info:
+            compiler.compile_json_schema({"type": "string", "pattern": pattern}, strict=strict)
+        assert info.value.pointer == "/pattern"
+
+
 def test_unknown_keywords_are_ignored(compiler) -> None:
     compiled = compiler.compile_json_schema({"type": "integer", "x-custom": {"a": 1}, "title": "n"})
     assert compiled.unenforced == ()
@@ -210,7 +277,9 @@ def test_rule_limit(compiler) -> None:
 def test_lenient_mode_relaxes_bounds_that_exceed_the_limits(compiler) -> None:
     schema = {
         "type": "object",
-        "properties": {"texts": {"type": "array", "items": {"type": "string", "maxLength": 5000}, "maxItems": 10}},
+        "properties": {
+            "texts": {"type": "array", "items": {"type": "string", "maxLength": 5000}, "maxItems": 10}
+        },
         "required": ["texts"],
         "additionalProperties": False,
     }
@@ -255,7 +324,9 @@ def test_lenient_mode_does_not_build_a_grammar_again_when_nothing_was_relaxed(co
     built.clear()
     compiled = small.compile_json_schema(schema, strict=False)
     assert len(built) == 2
-    assert sorted(u.split(":")[0] for u in compiled.unenforced) == [f"/properties/{n}/maxLength" for n in names]
+    assert sorted(u.split(":")[0] for u in compiled.unenforced) == [
+        f"/properties/{n}/maxLength" for n in names
+    ]
     assert accepts(compiled, json.dumps({"a": "x" * 60, "b": "", "c": "z", "d": "y" * 20}))
     assert not accepts(compiled, json.dumps({"a": "x", "b": "", "c": "z", "d": "y" * 21}))
     # a schema that still fails once the bounds above 32 are left out gives the limit's error

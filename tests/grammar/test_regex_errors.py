@@ -86,6 +86,49 @@ def test_grammar_errors(pattern: str, position: int, words: str) -> None:
     assert err.excerpt.endswith("^")
 
 
+#: valid ECMA-262 that is not supported: GrammarError.unsupported (strict=False reports such a JSON Schema pattern)
+UNSUPPORTED = [
+    "a(?=b)",
+    "a(?!b)",
+    "(?<=a)b",
+    "(?<!a)b",
+    "(a)\\1",
+    "(?<n>a)\\k<n>",
+    "\\bfoo",
+    "foo\\B",
+    "\\p{Script=Latin}",
+    "x\\P{Emoji}",
+    "a^",
+    "a$b",
+    "(^a)*",
+]
+#: malformed patterns: errors in every mode
+MALFORMED = [
+    "(a",
+    "a)",
+    "[z-a]",
+    "*a",
+    "\\a",
+    "\\x4",
+    "\\u{}",
+    "\\01",
+    "[\\p{Lx}]",
+    "\\pL",
+    "(?i)a",
+    "[abc",
+    "\\uD83D",
+]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "unsupported"), [(p, True) for p in UNSUPPORTED] + [(p, False) for p in MALFORMED]
+)
+def test_unsupported_is_told_apart_from_malformed(pattern: str, unsupported: bool) -> None:
+    with pytest.raises(GrammarError) as info:
+        parse_regex(pattern)
+    assert info.value.unsupported is unsupported, info.value
+
+
 def test_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         parse_regex("(")

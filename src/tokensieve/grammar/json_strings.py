@@ -352,7 +352,7 @@ def _split_anchors(node: Node, start: str, end: str, memo: dict[Node, _Split]) -
         else:
             core = text.replace(start, "").replace(end, "")
             if text.strip(start + end) != core:
-                raise GrammarError("an anchor between characters is not supported")
+                raise GrammarError("an anchor between characters is not supported", unsupported=True)
             out = {(start in text, end in text): literal(core)}
     elif isinstance(node, Concat):
         acc: _Split = {(False, False): EMPTY}
@@ -378,7 +378,7 @@ def _split_anchors(node: Node, start: str, end: str, memo: dict[Node, _Split]) -
             out = dict(parts)
             out[(False, False)] = alt(out.get((False, False), NOTHING), EMPTY)
         else:
-            raise GrammarError("an anchor inside a repeated group is not supported")
+            raise GrammarError("an anchor inside a repeated group is not supported", unsupported=True)
     else:
         out = {(False, False): node}
     memo[node] = out

@@ -167,12 +167,15 @@ class _Parser:
         self.names: set[str] = set()
 
     # ------------------------------------------------------------ helpers
-    def error(self, message: str, position: int) -> GrammarError:
-        return GrammarError(message, self.src, position)
+    def error(self, message: str, position: int, *, unsupported: bool = False) -> GrammarError:
+        """A :class:`GrammarError` at ``position``; ``unsupported``: valid ECMA-262 that is not supported."""
+        return GrammarError(message, self.src, position, unsupported=unsupported)
 
     def add_atom(self, frame: _Frame, node: Node, anchor: int | None = None) -> None:
         if frame.pending_end is not None:
-            raise self.error("'$' is only supported at the end of the pattern", frame.pending_end)
+            raise self.error(
+                "'$' is only supported at the end of the pattern", frame.pending_end, unsupported=True
+            )
         frame.seq.append(node)
         frame.consuming = True
         frame.last = "atom"
@@ -216,7 +219,9 @@ class _Parser:
             elif ch == "^":
                 self.pos += 1
                 if not frame.start_ok or frame.consuming:
-                    raise self.error("'^' is only supported at the start of the pattern", pos)
+                    raise self.error(
+                        "'^' is only supported at the start of the pattern", pos, unsupported=True
+                    )
                 frame.last = "anchor"
                 if frame.any_anchor is None:
                     frame.any_anchor = pos
@@ -275,11 +280,15 @@ class _Parser:
                 self.pos = pos + 3
             elif src.startswith("(?=", pos) or src.startswith("(?!", pos):
                 raise self.error(
-                    "lookahead assertions are not supported (the language would not be regular)", pos
+                    "lookahead assertions are not supported (the language would not be regular)",
+                    pos,
+                    unsupported=True,
                 )
             elif src.startswith("(?<=", pos) or src.startswith("(?<!", pos):
                 raise self.error(
-                    "lookbehind assertions are not supported (the language would not be regular)", pos
+                    "lookbehind assertions are not supported (the language would not be regular)",
+                    pos,
+                    unsupported=True,
                 )
             elif src.startswith("(?<", pos):
                 end = src.find(">", pos + 3)
@@ -304,7 +313,9 @@ class _Parser:
                 f"groups nested too deeply at position {pos}",
             )
         if parent.pending_end is not None:
-            raise self.error("'$' is only supported at the end of the pattern", parent.pending_end)
+            raise self.error(
+                "'$' is only supported at the end of the pattern", parent.pending_end, unsupported=True
+            )
         frame = _Frame(pos, parent.start_ok and not parent.consuming)
         stack.append(frame)
         return frame
@@ -354,7 +365,9 @@ class _Parser:
         if self.pos < self.n and self.src[self.pos] == "?":
             self.pos += 1  # lazy: same language
         if frame.last_anchor is not None and (high is None or high > 1):
-            raise self.error("an anchor inside a repeated group is not supported", frame.last_anchor)
+            raise self.error(
+                "an anchor inside a repeated group is not supported", frame.last_anchor, unsupported=True
+            )
         frame.seq[-1] = repeat(frame.seq[-1], low, high)
         frame.last = "quantified"
 
@@ -377,19 +390,23 @@ class _Parser:
             return ("c", 0)
         if c in _DIGITS:
             raise self.error(
-                f"backreferences (\\{c}) are not supported (the language would not be regular)", start
+                f"backreferences (\\{c}) are not supported (the language would not be regular)",
+                start,
+                unsupported=True,
             )
         if c == "b":
             if in_class:
                 return ("c", 0x08)
-            raise self.error("word boundary assertions (\\b) are not supported", start)
+            raise self.error("word boundary assertions (\\b) are not supported", start, unsupported=True)
         if c == "B":
             if in_class:
                 raise self.error("\\B is not allowed in a character class", start)
-            raise self.error("word boundary assertions (\\B) are not supported", start)
+            raise self.error("word boundary assertions (\\B) are not supported", start, unsupported=True)
         if c == "k":
             raise self.error(
-                "backreferences (\\k<name>) are not supported (the language would not be regular)", start
+                "backreferences (\\k<name>) are not supported (the language would not be regular)",
+                start,
+                unsupported=True,
             )
         if c in "pP":
             return ("s", self.parse_property(c, start))
@@ -426,7 +443,9 @@ class _Parser:
         except UnknownProperty as exc:
             raise self.error(f"bad Unicode property escape \\{c}{{{text}}}: {exc}", start) from None
         except UnsupportedProperty as exc:
-            raise self.error(f"Unicode property escape \\{c}{{{text}}}: {exc}", start) from None
+            raise self.error(
+                f"Unicode property escape \\{c}{{{text}}}: {exc}", start, unsupported=True
+            ) from None
         self.pos = end + 1
         return ranges if c == "p" else complement_ranges(ranges)
 

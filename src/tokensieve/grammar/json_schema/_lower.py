@@ -660,10 +660,24 @@ class Lowerer:
         return bool(dfa.accepting[state])
 
     def pattern_node(self, pattern: str, pointer: str) -> Node | None:
+        """The string contents that ``pattern`` (at ``pointer``) matches, or ``None`` when it is not enforced.
+
+        A malformed pattern is a :class:`SchemaError`; so is a valid one that
+        uses a construct not supported here (a lookahead, a backreference, a
+        script property) unless ``strict`` is off, in which case it is
+        reported in ``unenforced`` and ``None`` is returned, for the caller
+        to leave the pattern out (a larger language, never a smaller one).
+        """
         try:
-            return lx.pattern_content(pattern, self.limits)
+            node = lx.pattern_content(pattern, self.limits)
         except GrammarError as exc:
-            raise SchemaError(f"pattern {pattern!r} is not supported: {exc.message}", pointer) from None
+            if self.strict or not exc.unsupported:
+                raise SchemaError(f"pattern {pattern!r} is not supported: {exc.message}", pointer) from None
+            self.note(f"{pointer}: pattern {pattern!r} is not enforced: {exc.message}")
+            return None
+        if node is None:
+            self.unsupported(pointer, "", f"pattern {pattern!r} is not enforced")
+        return node
 
     def pattern_matches(self, pattern: str, text: str, pointer: str) -> bool:
         node = self.pattern_node(pattern, pointer)

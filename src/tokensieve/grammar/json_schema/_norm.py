@@ -597,10 +597,8 @@ class _Norm:
             )
         for pattern, p in self.patterns:
             node = low.pattern_node(pattern, p)
-            if node is None:
-                self._unsupported(p.rsplit("/", 1)[0], "pattern", "is not enforced")
-                continue
-            pieces.append((node, p))
+            if node is not None:  # None: not enforced, and reported as such
+                pieces.append((node, p))
         for name, p in self.formats:
             node = lx.format_content(name)
             if node is None:
@@ -950,6 +948,9 @@ class _Norm:
         pattern_nodes = [low.pattern_node(pat, p) for pat, _, p, _ in patterns]
         if patterns and not lx.has_ops():
             self._unsupported(self.ptr, "patternProperties", "is not supported")
+            return None
+        if any(n is None for n in pattern_nodes):
+            self._unsupported(self.ptr, "patternProperties", "has a pattern that is not enforced")
             return None
         for mask in range(1 << len(patterns)):
             lang: Node = base_lang
