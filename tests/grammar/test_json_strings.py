@@ -327,7 +327,7 @@ def test_pattern_marker_characters_in_the_pattern() -> None:
 
 @pytest.mark.parametrize(
     ("pattern", "position"),
-    [("(?=a)", 0), ("a(?!b)", 1), ("(a)\\1", 3), ("(?<=a)b", 0), ("a\\b", 1), ("a)", 1), ("^*", 1)],
+    [("(?=a)|b", 5), ("(a(?!b))", 2), ("(a)\\1", 3), ("(?<=a)b", 0), ("a\\b", 1), ("a)", 1), ("^*", 1)],
 )
 def test_pattern_errors_have_positions(pattern: str, position: int) -> None:
     with pytest.raises(GrammarError) as info:

@@ -12,8 +12,10 @@ from tokensieve.limits import Limits
 
 # (pattern, position of the offending construct, words the message must contain)
 GRAMMAR_ERRORS = [
-    ("a(?=b)", 1, "lookahead"),
-    ("a(?!b)", 1, "lookahead"),
+    ("(a(?=b))", 2, "lookahead"),
+    ("a(?!b)|c", 6, "lookahead"),
+    ("a(?=b)*", 6, "quantified lookahead"),
+    ("(?<!a)b(?=c)", 0, "lookbehind"),
     ("(?<=a)b", 0, "lookbehind"),
     ("(?<!a)b", 0, "lookbehind"),
     ("(a)\\1", 3, "backreference"),
@@ -88,8 +90,9 @@ def test_grammar_errors(pattern: str, position: int, words: str) -> None:
 
 #: valid ECMA-262 that is not supported: GrammarError.unsupported (strict=False reports such a JSON Schema pattern)
 UNSUPPORTED = [
-    "a(?=b)",
-    "a(?!b)",
+    "(a(?=b))",
+    "a(?!b)*",
+    "a(?=b)|c",
     "(?<=a)b",
     "(?<!a)b",
     "(a)\\1",

@@ -53,6 +53,7 @@ from .ir import (
     star,
 )
 from .json_numbers import fixed_width_range
+from .lookahead import build_lookaheads, find_lookaheads
 from .regex import parse_regex
 
 __all__ = [
@@ -433,6 +434,15 @@ def json_string_pattern(pattern: str, limits: Limits | None = None) -> Node:
 
 @lru_cache(maxsize=256)
 def _pattern(pattern: str, limits: Limits) -> Node:
+    found = find_lookaheads(pattern)
+    if found is not None:  # the contents are intersected piece by piece (see grammar/lookahead.py)
+        return build_lookaheads(
+            found,
+            lambda text: json_string_content(parse_regex(text, limits)),
+            json_string_content(star(ANY_CHAR)),
+            search=True,
+            limits=limits,
+        )
     node = parse_regex(pattern, limits)
     any_text = star(ANY_CHAR)
     anchors = _anchor_positions(pattern)

@@ -13,7 +13,9 @@ strings). Following Annex B, a ``{`` that does not start a quantifier and a lone
 (``[\\w-.]``) is literal.
 
 Rejected with a :class:`~tokensieve.errors.GrammarError` naming the construct and
-its position: lookaround, backreferences, word boundaries, the Unicode
+its position: lookbehinds and lookaheads that are not at the top level (those
+that are become intersections: :mod:`~tokensieve.grammar.lookahead`),
+backreferences, word boundaries, the Unicode
 properties without a table here (scripts, most binary properties), inline flags, unbalanced parentheses, bad ranges
 and escapes, quantifiers with nothing to repeat, and anchors anywhere a full
 match makes them more than decoration.
@@ -40,6 +42,7 @@ from .ir import (
     normalize_ranges,
     repeat,
 )
+from .lookahead import build_lookaheads, find_lookaheads
 from .unicode_properties import UnknownProperty, UnsupportedProperty, property_ranges
 
 __all__ = ["parse_regex", "DIGIT", "WORD", "SPACE", "DOT"]
@@ -75,6 +78,8 @@ _CLASS_ESCAPES = {
     "S": complement_ranges(SPACE),
 }
 _DOT_NODE = CharClass(DOT)
+#: any text: what a lookahead leaves unread after its body
+_ANY_TEXT = repeat(char_class([(0, 0x10FFFF)]), 0, None)
 _SET_NODES = {ranges: CharClass(ranges) for ranges in _CLASS_ESCAPES.values()}
 _CONTROL_ESCAPES = {"n": 0x0A, "t": 0x09, "r": 0x0D, "f": 0x0C, "v": 0x0B}
 _DIGITS = frozenset("0123456789")
@@ -115,6 +120,11 @@ def parse_regex(pattern: str, limits: Limits | None = None) -> Node:
     if len(pattern) > limits.max_pattern_length:
         raise LimitExceeded(
             "max_pattern_length", limits.max_pattern_length, f"the pattern has {len(pattern)} characters"
+        )
+    found = find_lookaheads(pattern)
+    if found is not None:
+        return build_lookaheads(
+            found, lambda text: _Parser(text, limits).parse(), _ANY_TEXT, search=False, limits=limits
         )
     return _Parser(pattern, limits).parse()
 
