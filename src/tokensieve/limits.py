@@ -24,6 +24,9 @@ class Limits:
         Nesting of groups in a pattern (parser recursion is bounded by it).
     max_repetition
         Largest ``m`` or ``n`` in ``{m,n}``.
+    max_lookaheads
+        Lookaheads at the top level of one pattern; each costs an automaton
+        product (see :mod:`tokensieve.grammar.lookahead`).
     max_nfa_states
         States of the intermediate byte NFA (grows with repetition counts).
     max_dfa_states
@@ -55,6 +58,7 @@ class Limits:
     max_pattern_length: int = 1 << 20
     max_nesting_depth: int = 200
     max_repetition: int = 100_000
+    max_lookaheads: int = 16
     max_nfa_states: int = 1_000_000
     max_dfa_states: int = 100_000
     max_choices: int = 2_000_000

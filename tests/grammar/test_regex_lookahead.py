@@ -155,3 +155,16 @@ def test_errors_inside_a_piece_point_into_the_whole_pattern() -> None:
     with pytest.raises(GrammarError) as info:
         parse_regex("x(?=[b-a])y")
     assert info.value.position == 5
+
+
+def test_the_number_of_lookaheads_is_bounded() -> None:
+    """Each lookahead costs an automaton product: past ``max_lookaheads`` a LimitExceeded names the bound."""
+    from tokensieve import LimitExceeded, Limits
+
+    many = "^" + "(?=.*a)" * 17 + "[ab]*$"
+    for build in (parse_regex, json_string_pattern):
+        with pytest.raises(LimitExceeded) as info:
+            build(many)
+        assert info.value.limit == "max_lookaheads" and info.value.value == 16
+    allowed = regex_to_dfa(many, Limits(max_lookaheads=17))
+    assert allowed.accepts(b"ab") and not allowed.accepts(b"bb")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import GrammarError
+from ..errors import GrammarError, LimitExceeded
 from ..limits import Limits
 from .ir import EMPTY, Node, alt, concat, is_nothing
 
@@ -224,9 +224,21 @@ def build_lookaheads(
     Raises
     ------
     LimitExceeded
-        When an intersection or a difference exceeds ``limits``.
+        When the pattern is longer than ``max_pattern_length``, has more than
+        ``max_lookaheads`` lookaheads, or an intersection or a difference
+        exceeds the automaton limits.
     """
     from ..automata.ops import ir_difference, ir_intersect
+
+    limits = limits or Limits()
+    source = found.source or ""
+    if len(source) > limits.max_pattern_length:
+        raise LimitExceeded(
+            "max_pattern_length", limits.max_pattern_length, f"the pattern has {len(source)} characters"
+        )
+    count = sum(kind != "match" for kind, _, _ in found.pieces)
+    if count > limits.max_lookaheads:
+        raise LimitExceeded("max_lookaheads", limits.max_lookaheads, f"the pattern has {count} lookaheads")
 
     def language(text: str, offset: int) -> Node:
         try:
