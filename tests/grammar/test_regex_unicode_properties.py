@@ -10,6 +10,7 @@ compared (over 98 % of them; ``Any`` is checked on all).
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -158,3 +159,15 @@ def test_bad_and_unsupported_properties_are_grammar_errors(pattern: str, positio
         parse_regex(pattern)
     assert words in info.value.message
     assert info.value.column == position + 1
+
+
+def test_bounded_repetition_of_a_large_class_in_a_json_pattern() -> None:
+    """Built by layers: the subset construction of ``[\\p{Ll}0-9_]{2,15}`` ran past ``max_compile_work``."""
+    dfa = ir_to_dfa(json_string_pattern(r"^(?!admin$)[\p{Ll}0-9_]{2,15}$"))
+    oracle = regex.compile(r"^(?!admin$)[\p{Ll}0-9_]{2,15}$")
+    alphabet = ["a", "é", "ß", "A", "1", "_", " ", "π", "Ω", "ǆ"]
+    words = ["admin", "admins", "a" * 15, "a" * 16, "ǆǆ", "éπ_1" * 4]
+    words += ["".join(p) for n in range(4) for p in itertools.product(alphabet, repeat=n)]
+    for word in words:
+        for spelling in {json.dumps(word)[1:-1], json.dumps(word, ensure_ascii=False)[1:-1]}:
+            assert dfa.accepts(spelling.encode()) == bool(oracle.search(word)), (word, spelling)

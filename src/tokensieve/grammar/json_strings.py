@@ -209,7 +209,7 @@ def json_string_char(ranges: Iterable[tuple[int, int]] | None = None) -> Node:
     return _char_node(rs)
 
 
-def json_string_content(node: Node) -> Node:
+def json_string_content(node: Node, limits: Limits | None = None) -> Node:
     """Map regex IR over decoded text to IR over the JSON-encoded string content.
 
     Parameters
@@ -219,6 +219,9 @@ def json_string_content(node: Node) -> Node:
         decoded text (UTF-8), such as the output of
         :func:`~tokensieve.grammar.regex.parse_regex`. :class:`ByteClass`
         leaves may only hold ASCII bytes.
+    limits
+        Bounds on the automata of bounded repetitions of large classes (see
+        the notes).
 
     Returns
     -------
@@ -233,10 +236,35 @@ def json_string_content(node: Node) -> Node:
         byte class, rule reference, embedded automaton).
     """
     memo: dict[Node, Node] = {}
-    return _content(node, memo)
+    return _content(node, memo, limits or Limits())
 
 
-def _content(node: Node, memo: dict[Node, Node]) -> Node:
+#: a bounded repetition of a class of more ranges than this is built by layers (see _counted_class)
+_COUNTED_CLASS_RANGES = 16
+
+
+def _counted_class(item: Node, content: Node, low: int, high: int | None, limits: Limits) -> Node | None:
+    """``content{low,high}`` built by layers when ``item`` is a class of many ranges, else ``None``.
+
+    The spellings of one character of such a class (``\\p{Ll}``: hundreds of
+    ranges, each raw or as ``\\uXXXX`` escapes in either case) make an
+    automaton of hundreds of states, and the subset construction of its
+    repetition pays for every copy again (``[\\p{Ll}0-9_]{2,15}`` ran out of
+    ``max_compile_work``); by layers it is 3,526 states in 30 ms.
+    """
+    if (
+        high is None
+        or high < 2
+        or not isinstance(item, CharClass)
+        or len(item.ranges) <= _COUNTED_CLASS_RANGES
+    ):
+        return None
+    from ..automata.counted import cached_counted_repeat
+
+    return cached_counted_repeat(content, low, high, limits)
+
+
+def _content(node: Node, memo: dict[Node, Node], limits: Limits) -> Node:
     done = memo.get(node)
     if done is not None:
         return done
@@ -256,11 +284,12 @@ def _content(node: Node, memo: dict[Node, Node]) -> Node:
             raise GrammarError("a byte class beyond ASCII does not stand for text")
         out = json_string_char(node.ranges)
     elif isinstance(node, Concat):
-        out = concat(*(_content(item, memo) for item in node.items))
+        out = concat(*(_content(item, memo, limits) for item in node.items))
     elif isinstance(node, Alt):
-        out = alt(*(_content(item, memo) for item in node.items))
+        out = alt(*(_content(item, memo, limits) for item in node.items))
     elif isinstance(node, Repeat):
-        out = repeat(_content(node.item, memo), node.min, node.max)
+        item = _content(node.item, memo, limits)
+        out = _counted_class(node.item, item, node.min, node.max, limits) or repeat(item, node.min, node.max)
     else:
         raise GrammarError(f"{type(node).__name__} does not stand for decoded text")
     memo[node] = out
@@ -438,8 +467,8 @@ def _pattern(pattern: str, limits: Limits) -> Node:
     if found is not None:  # the contents are intersected piece by piece (see grammar/lookahead.py)
         return build_lookaheads(
             found,
-            lambda text: json_string_content(parse_regex(text, limits)),
-            json_string_content(star(ANY_CHAR)),
+            lambda text: json_string_content(parse_regex(text, limits), limits),
+            json_string_content(star(ANY_CHAR), limits),
             search=True,
             limits=limits,
         )
@@ -448,7 +477,7 @@ def _pattern(pattern: str, limits: Limits) -> Node:
     anchors = _anchor_positions(pattern)
     if not anchors:
         decoded = concat(any_text, node, any_text)
-        return json_string_content(decoded)
+        return json_string_content(decoded, limits)
     used: set[int] = set()
     _literal_code_points(node, used)
     taken: set[int] = set()
@@ -474,4 +503,4 @@ def _pattern(pattern: str, limits: Limits) -> Node:
                 EMPTY if anchored_end else any_text,
             )
         )
-    return json_string_content(alt(*parts))
+    return json_string_content(alt(*parts), limits)
