@@ -23,6 +23,8 @@ SCHEMAS = [
     # the literal's places near the bound in the last 51 layers only
     {"type": "string", "format": "email", "maxLength": 254},
     {"type": "string", "pattern": "^[a-z]+@(\\[[0-9]{1,6}\\]|[a-z]+)$", "minLength": 3, "maxLength": 40},
+    # a bounded repetition of a class of many ranges in a pattern, built by layers (json_strings._counted_class)
+    {"type": "string", "pattern": "^\\p{Lu}[\\p{Ll}0-9_]{2,12}$"},
 ]
 
 
