@@ -107,6 +107,10 @@ UNSUPPORTED = [
 ]
 #: malformed patterns: errors in every mode
 MALFORMED = [
+    "(?=a",
+    "((?=a)",
+    "(?<=a))",
+    "a(?!b))c",
     "(a",
     "a)",
     "[z-a]",

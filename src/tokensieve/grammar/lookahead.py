@@ -62,14 +62,15 @@ def _unsupported(pattern: str, position: int, what: str) -> GrammarError:
     return GrammarError(what, pattern, position, unsupported=True)
 
 
-def _scan(pattern: str) -> list[tuple[int, str, int]]:
-    """The top-level events of ``pattern``: ``(position, kind, end)``.
+def _scan(pattern: str) -> tuple[list[tuple[int, str, int]], GrammarError | None]:
+    """The top-level events of ``pattern``: ``(position, kind, end)``, and the error of an unbalanced one.
 
     Kinds: ``"ahead"``/``"not ahead"`` (a lookahead group from ``position`` to
     ``end``, exclusive), ``"|"``, ``"^"``, ``"$"``, ``"behind"`` (a lookbehind at
     any depth), ``"nested"`` (a lookahead inside a group) and ``"anchor"`` (``^``
-    or ``$`` inside a group). Escapes and classes are skipped; an unbalanced
-    pattern stops the scan (the parser reports it).
+    or ``$`` inside a group). Escapes and classes are skipped. An unbalanced
+    pattern comes with the parser's error for it (the scan stops at a ``)``
+    without its ``(``).
     """
     events: list[tuple[int, str, int]] = []
     opens: list[tuple[int, str]] = []  # (position, kind) of the open groups
@@ -98,14 +99,16 @@ def _scan(pattern: str) -> list[tuple[int, str, int]]:
             opens.append((i, kind))
         elif ch == ")":
             if not opens:
-                return events
+                return events, GrammarError("unbalanced parenthesis: ')' without a matching '('", pattern, i)
             start, kind = opens.pop()
             if kind != "group" and not opens:
                 events.append((start, kind, i + 1))
         elif ch in "|^$":
             events.append((i, ch if not opens else ("anchor" if ch != "|" else "inner |"), i + 1))
         i += 1
-    return events
+    if opens:
+        return events, GrammarError("unbalanced parenthesis: missing ')'", pattern, opens[-1][0])
+    return events, None
 
 
 def find_lookaheads(pattern: str) -> TopLevelLookaheads | None:
@@ -119,7 +122,11 @@ def find_lookaheads(pattern: str) -> TopLevelLookaheads | None:
     """
     if "(?" not in pattern:
         return None
-    events = _scan(pattern)
+    events, unbalanced = _scan(pattern)
+    if unbalanced is not None:
+        if any(look in pattern for look in ("(?=", "(?!", "(?<=", "(?<!")):
+            raise unbalanced  # malformed: the parser would stop at the lookaround first and call it unsupported
+        return None
     kinds = {kind for _, kind, _ in events}
     if not kinds & {"ahead", "not ahead", "nested", "behind"}:
         return None
@@ -180,7 +187,7 @@ def _alternatives(pattern: str, body: str, offset: int) -> list[tuple[str, bool,
     """
     out: list[tuple[str, bool, int]] = []
     at = 0
-    events = [e for e in _scan(body) if e[1] in ("|", "^", "$", "anchor")] + [(len(body), "|", len(body))]
+    events = [e for e in _scan(body)[0] if e[1] in ("|", "^", "$", "anchor")] + [(len(body), "|", len(body))]
     for position, kind, _ in events:
         if kind == "|":
             text = body[at:position]
