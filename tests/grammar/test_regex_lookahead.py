@@ -66,8 +66,7 @@ def _check_full_match(pattern: str) -> None:
 
 def _check_search(pattern: str) -> None:
     oracle = re.compile(_python(pattern))
-    content = json_string_pattern(pattern)
-    dfa = None if content is None else _dfa_or_none(content)
+    dfa = _dfa_or_none(json_string_pattern(pattern))
     for s in STRINGS:
         expected = bool(oracle.search(s))
         for spelling in {json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]}:

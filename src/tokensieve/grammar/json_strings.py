@@ -54,7 +54,7 @@ from .ir import (
 )
 from .json_numbers import fixed_width_range
 from .lookahead import build_lookaheads, find_lookaheads
-from .regex import parse_regex
+from .regex import check_pattern_length, parse_regex
 
 __all__ = [
     "ANY_CHAR",
@@ -463,6 +463,7 @@ def json_string_pattern(pattern: str, limits: Limits | None = None) -> Node:
 
 @lru_cache(maxsize=256)
 def _pattern(pattern: str, limits: Limits) -> Node:
+    check_pattern_length(pattern, limits)  # the pieces are parsed one by one
     found = find_lookaheads(pattern)
     if found is not None:  # the contents are intersected piece by piece (see grammar/lookahead.py)
         return build_lookaheads(

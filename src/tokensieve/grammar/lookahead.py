@@ -55,7 +55,7 @@ class TopLevelLookaheads:
     start: bool
     end: bool
     pieces: tuple[tuple[str, str, int], ...]
-    source: str | None = None
+    source: str
 
 
 def _unsupported(pattern: str, position: int, what: str) -> GrammarError:
@@ -103,8 +103,10 @@ def _scan(pattern: str) -> tuple[list[tuple[int, str, int]], GrammarError | None
             start, kind = opens.pop()
             if kind != "group" and not opens:
                 events.append((start, kind, i + 1))
-        elif ch in "|^$":
-            events.append((i, ch if not opens else ("anchor" if ch != "|" else "inner |"), i + 1))
+        elif ch in "^$":
+            events.append((i, "anchor" if opens else ch, i + 1))
+        elif ch == "|" and not opens:
+            events.append((i, ch, i + 1))
         i += 1
     if opens:
         return events, GrammarError("unbalanced parenthesis: missing ')'", pattern, opens[-1][0])
@@ -231,18 +233,13 @@ def build_lookaheads(
     Raises
     ------
     LimitExceeded
-        When the pattern is longer than ``max_pattern_length``, has more than
-        ``max_lookaheads`` lookaheads, or an intersection or a difference
-        exceeds the automaton limits.
+        When the pattern has more than ``max_lookaheads`` lookaheads, or an
+        intersection or a difference exceeds the automaton limits (the
+        pattern's length is the caller's to check, as for any pattern).
     """
     from ..automata.ops import ir_difference, ir_intersect
 
     limits = limits or Limits()
-    source = found.source or ""
-    if len(source) > limits.max_pattern_length:
-        raise LimitExceeded(
-            "max_pattern_length", limits.max_pattern_length, f"the pattern has {len(source)} characters"
-        )
     count = sum(kind != "match" for kind, _, _ in found.pieces)
     if count > limits.max_lookaheads:
         raise LimitExceeded("max_lookaheads", limits.max_lookaheads, f"the pattern has {count} lookaheads")
@@ -251,7 +248,7 @@ def build_lookaheads(
         try:
             return piece(text)
         except GrammarError as exc:
-            if exc.position is None or found.source is None:
+            if exc.position is None:
                 raise
             raise GrammarError(
                 exc.message, found.source, offset + exc.position, unsupported=exc.unsupported
@@ -265,7 +262,7 @@ def build_lookaheads(
         begins = alt(
             *(
                 language(alternative, at) if anchored else concat(language(alternative, at), anything)
-                for alternative, anchored, at in _alternatives(found.source or "", text, offset)
+                for alternative, anchored, at in _alternatives(found.source, text, offset)
             )
         )
         rest = ir_intersect(rest, begins, limits) if kind == "ahead" else ir_difference(rest, begins, limits)

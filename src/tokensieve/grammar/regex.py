@@ -30,6 +30,7 @@ from __future__ import annotations
 from ..errors import GrammarError, LimitExceeded
 from ..limits import Limits
 from .ir import (
+    MAX_CODE_POINT,
     NOTHING,
     CharClass,
     Literal,
@@ -79,7 +80,7 @@ _CLASS_ESCAPES = {
 }
 _DOT_NODE = CharClass(DOT)
 #: any text: what a lookahead leaves unread after its body
-_ANY_TEXT = repeat(char_class([(0, 0x10FFFF)]), 0, None)
+_ANY_TEXT = repeat(char_class([(0, MAX_CODE_POINT)]), 0, None)
 _SET_NODES = {ranges: CharClass(ranges) for ranges in _CLASS_ESCAPES.values()}
 _CONTROL_ESCAPES = {"n": 0x0A, "t": 0x09, "r": 0x0D, "f": 0x0C, "v": 0x0B}
 _DIGITS = frozenset("0123456789")
@@ -117,16 +118,21 @@ def parse_regex(pattern: str, limits: Limits | None = None) -> Node:
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
     limits = limits or Limits()
-    if len(pattern) > limits.max_pattern_length:
-        raise LimitExceeded(
-            "max_pattern_length", limits.max_pattern_length, f"the pattern has {len(pattern)} characters"
-        )
+    check_pattern_length(pattern, limits)
     found = find_lookaheads(pattern)
     if found is not None:
         return build_lookaheads(
             found, lambda text: _Parser(text, limits).parse(), _ANY_TEXT, search=False, limits=limits
         )
     return _Parser(pattern, limits).parse()
+
+
+def check_pattern_length(pattern: str, limits: Limits) -> None:
+    """Raise :class:`~tokensieve.errors.LimitExceeded` when ``pattern`` is longer than ``max_pattern_length``."""
+    if len(pattern) > limits.max_pattern_length:
+        raise LimitExceeded(
+            "max_pattern_length", limits.max_pattern_length, f"the pattern has {len(pattern)} characters"
+        )
 
 
 class _Frame:

@@ -675,8 +675,8 @@ class Lowerer:
                 raise SchemaError(f"pattern {pattern!r} is not supported: {exc.message}", pointer) from None
             self.note(f"{pointer}: pattern {pattern!r} is not enforced: {exc.message}")
             return None
-        if node is None:
-            self.unsupported(pointer, "", f"pattern {pattern!r} is not enforced")
+        if node is None:  # a build without the string automata
+            self.unsupported(pointer.rsplit("/", 1)[0], "pattern", "is not enforced")
         return node
 
     def pattern_matches(self, pattern: str, text: str, pointer: str) -> bool:
