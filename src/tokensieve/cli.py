@@ -57,7 +57,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     _add_generate(commands)
+    _add_serve(commands)
     return parser
+
+
+def _add_serve(commands: Any) -> None:
+    """Register ``serve``; its options and handler live in :mod:`tokensieve.server.cli`."""
+    from .server.cli import add_serve_parser
+
+    add_serve_parser(commands)
 
 
 def _add_generate(commands: Any) -> None:
