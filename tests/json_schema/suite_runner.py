@@ -468,23 +468,48 @@ def run_suite(
 # ------------------------------------------------------------------ ratchet
 
 
-def check_ratchet(result: SuiteResult, ratchet: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+def check_ratchet(
+    result: SuiteResult, ratchet: Mapping[str, Any], *, whole_suite: bool = True
+) -> tuple[list[str], list[str]]:
     """Compare a run with the ratchet.
+
+    Parameters
+    ----------
+    result
+        The run.
+    ratchet
+        The recorded entries, per suite file.
+    whole_suite
+        The run covers every file of the suite (no file filter). Then a file
+        the run has and the ratchet lacks is a regression, and so is an entry
+        for a file the run did not have: deleting entries cannot switch the
+        check off, and a file that left the suite needs the ratchet rewritten.
 
     Returns
     -------
     (regressions, improvements)
         Human-readable lines. A regression: a file passes fewer tests than its
         ``passed`` entry, or has more invalid instances accepted than its
-        ``invalid_accepted`` entry.
+        ``invalid_accepted`` entry, or (``whole_suite``) a file with no entry
+        or an entry with no file.
     """
     summaries = result.summaries()
+    entries = ratchet.get("files", {})
     regressions: list[str] = []
     improvements: list[str] = []
-    for name, entry in sorted(ratchet.get("files", {}).items()):
+    if whole_suite:
+        regressions += [
+            f"{name}: no ratchet entry (run `python scripts/json_suite_report.py --update-ratchet`)"
+            for name in sorted(set(summaries) - set(entries))
+        ]
+        regressions += [
+            f"{name}: has a ratchet entry but was not run (no longer in the suite?)"
+            for name in sorted(set(entries) - set(summaries))
+        ]
+    for name, entry in sorted(entries.items()):
         s = summaries.get(name)
         if s is None:
-            continue  # not run (file filter) or no longer in the suite
+            continue  # not run: a file filter, or reported above
         if s.passed < entry["passed"]:
             regressions.append(f"{name}: {s.passed} tests pass, the ratchet says {entry['passed']}")
         elif s.passed > entry["passed"]:
@@ -505,10 +530,15 @@ def check_ratchet(result: SuiteResult, ratchet: Mapping[str, Any]) -> tuple[list
 
 
 def updated_ratchet(result: SuiteResult, old: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ratchet after a run: ``passed`` only rises, ``invalid_accepted`` becomes the current count."""
-    files = dict((old or {}).get("files", {}))
+    """The ratchet after a run of the whole suite.
+
+    ``passed`` only rises, ``invalid_accepted`` becomes the current count, and
+    the entries are exactly the files the run had.
+    """
+    previous = (old or {}).get("files", {})
+    files = {}
     for name, s in result.summaries().items():
-        prev = files.get(name, {})
+        prev = previous.get(name, {})
         files[name] = {
             "passed": max(int(prev.get("passed", 0)), s.passed),
             "invalid_accepted": s.counts["invalid-accepted"],

@@ -93,9 +93,6 @@ def test_json_schema_test_suite() -> None:
             "`python scripts/json_suite_report.py --update-ratchet --write-docs`:\n  "
             + "\n  ".join(improvements)
         )
-    missing = sorted(set(result.summaries()) - set(ratchet["files"]))
-    if missing:
-        print("Suite files without a ratchet entry (run the update script): " + ", ".join(missing))
 
     # 3. the mask filled before each token agrees with accept_token (and the stop token)
     mismatches = _mask_mismatches(result)
@@ -137,6 +134,19 @@ def test_ratchet_flags_fewer_passes_and_new_unsound_cases() -> None:
     assert regressions == [] and len(improvements) == 1
 
 
+def test_ratchet_flags_files_without_entries_and_entries_without_files() -> None:
+    ratchet = {"files": {"a.json": {"passed": 1, "invalid_accepted": 0}}}
+    other = _result("b.json", ["valid-accepted"])
+    regressions, _ = sr.check_ratchet(other, ratchet)
+    assert any(r.startswith("b.json: no ratchet entry") for r in regressions)
+    assert any(r.startswith("a.json: has a ratchet entry but was not run") for r in regressions)
+    # a run of some files only (a file filter) checks only the files it ran
+    assert sr.check_ratchet(other, ratchet, whole_suite=False) == ([], [])
+    # deleting every entry does not switch the check off
+    regressions, _ = sr.check_ratchet(_result("a.json", ["valid-rejected"]), {"files": {}})
+    assert regressions
+
+
 def test_ratchet_update_only_raises_passes() -> None:
     old = {"files": {"a.json": {"passed": 3, "invalid_accepted": 2}}}
     worse = _result("a.json", ["valid-accepted", "invalid-accepted"])
@@ -144,6 +154,8 @@ def test_ratchet_update_only_raises_passes() -> None:
     assert new["files"]["a.json"] == {"passed": 3, "invalid_accepted": 1}
     better = _result("a.json", ["valid-accepted"] * 5)
     assert sr.updated_ratchet(better, old)["files"]["a.json"] == {"passed": 5, "invalid_accepted": 0}
+    gone = {"files": {"a.json": {"passed": 1, "invalid_accepted": 0}, "old.json": {"passed": 4, "invalid_accepted": 0}}}
+    assert set(sr.updated_ratchet(better, gone)["files"]) == {"a.json"}
 
 
 def test_mask_mismatch_fails_a_test() -> None:
