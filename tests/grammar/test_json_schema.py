@@ -15,21 +15,11 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
-from tokensieve import GrammarCompiler, GrammarMatcher, SchemaError, TokenizerInfo
+from tokensieve import GrammarCompiler, GrammarMatcher, SchemaError
 from tokensieve.compile.compiled_grammar import CompiledGrammar
 from tokensieve.grammar.cfg import Grammar
 from tokensieve.grammar.json_schema import schema_to_grammar
-
-
-@pytest.fixture(scope="module")
-def compiler() -> GrammarCompiler:
-    vocab = make_tiny_vocab()
-    info = TokenizerInfo(
-        vocab, vocab_size=len(vocab) + 3, stop_token_ids=[EOS], special_token_ids=[EOS, SPECIAL]
-    )
-    return GrammarCompiler(info)
 
 
 def accepts(compiled, text: str) -> bool:

@@ -221,6 +221,7 @@ class GrammarCompiler:
         max_whitespace: int = 32,
         property_order: Literal["schema", "any"] = "schema",
         strict: bool = True,
+        closed_objects: bool = False,
     ) -> CompiledGrammar | CompiledPushdownGrammar:
         """Compile a JSON Schema (draft 2020-12); the output is a valid instance, as JSON text.
 
@@ -245,6 +246,12 @@ class GrammarCompiler:
             Raise :class:`~tokensieve.SchemaError` for keywords that are not
             enforced exactly; when false they are listed in the result's
             ``unenforced`` attribute (``"<pointer>: <keyword> <why>"``).
+        closed_objects
+            ``True``: an object whose schemas (merged over ``allOf`` and
+            ``$ref``) say nothing about extra keys (no ``additionalProperties``,
+            ``patternProperties`` or ``unevaluatedProperties``) takes only the
+            keys they name, as OpenAI's strict structured outputs do.
+            ``False`` (default): JSON Schema's rule, any extra key.
 
         Returns
         -------
@@ -268,6 +275,7 @@ class GrammarCompiler:
             "max_whitespace": max_whitespace,
             "property_order": property_order,
             "strict": strict,
+            "closed_objects": closed_objects,
         }
         key_text = canonical_key(schema, options)
         if len(key_text) > self.limits.max_pattern_length * 8:

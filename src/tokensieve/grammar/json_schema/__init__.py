@@ -51,6 +51,7 @@ def schema_to_grammar(
     limits: Limits | None = None,
     relax_bounds: int | None = None,
     blank_runs: Literal["grammar", "automaton"] = "grammar",
+    closed_objects: bool = False,
 ) -> tuple[Grammar, tuple[str, ...]]:
     """Lower a JSON Schema to a grammar.
 
@@ -89,6 +90,15 @@ def schema_to_grammar(
         ``[ \t\n\r]*`` for the automaton stage to count (``blank_runs=`` of
         :func:`~tokensieve.automata.pushdown.compile_grammar_automaton`: the
         same language, built several times faster).
+    closed_objects
+        ``False`` (JSON Schema's own rule): an object schema that says nothing
+        about extra keys allows any. ``True``: where the schemas an object must
+        satisfy (merged over ``allOf`` and ``$ref``) have no
+        ``additionalProperties``, ``patternProperties`` or
+        ``unevaluatedProperties``, its only keys are the ones they name (in
+        ``properties``, ``required`` or ``dependentRequired``), as OpenAI's
+        strict structured outputs read schemas. Values of unconstrained type
+        (``{}``) stay any JSON value.
 
     Returns
     -------
@@ -117,6 +127,7 @@ def schema_to_grammar(
         strict=strict,
         limits=limits,
         relax_bounds=relax_bounds,
+        closed_objects=closed_objects,
     )
     try:
         body = low.lower_root()

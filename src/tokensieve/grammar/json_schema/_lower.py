@@ -139,6 +139,7 @@ class Lowerer:
         strict: bool,
         limits: Limits,
         relax_bounds: int | None = None,
+        closed_objects: bool = False,
     ) -> None:
         self.reg = Registry(root)
         self.layout = layout
@@ -149,6 +150,8 @@ class Lowerer:
         )
         self.property_order = property_order
         self.relax_bounds = relax_bounds
+        #: objects whose merged schemas are silent about extra keys take none
+        self.closed_objects = closed_objects
         self.strict = strict
         self.limits = limits
         self.rules: dict[str, Node] = {}

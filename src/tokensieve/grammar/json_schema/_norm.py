@@ -876,8 +876,20 @@ class _Norm:
                 continue
             key = quoted(lx.string_literal_content(name))
             members.append((name, concat(key, layout.colon, value), req))
-        extra = self._extra_member(names, layout, sub)
+        extra = None if self._closed() else self._extra_member(names, layout, sub)
         return self._sequence(members, extra, layout, depth)
+
+    def _closed(self) -> bool:
+        """Whether extra keys are left out: closed objects, and no merged schema decides them.
+
+        ``additionalProperties``, ``patternProperties`` and ``unevaluatedProperties``
+        (each makes a component with ``additional`` or ``patterns``) decide which
+        extra keys an object takes; where none of the conjunction's schemas has
+        one, a closed object takes only the keys it names.
+        """
+        if not self.low.closed_objects:
+            return False
+        return not any(c.additional is not None or c.patterns for c in self.obj)
 
     def _key_language(self, names: list[str]) -> Node | None:
         """Keys that are not ``names`` and satisfy ``propertyNames`` (None: unsupported)."""
