@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -10,11 +11,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..automata.blank_runs import RunsNotCountable
+from ..automata.dfa import ByteDFA
 from ..automata.pushdown import RuleNetwork, compile_grammar_automaton
 from ..errors import GrammarError
 from ..grammar.cfg import Grammar
 from ..limits import Limits
 from .compiled_grammar import CompiledGrammar
+from .disk_cache import DiskCache, cache_key
 from .pushdown import CompiledPushdownGrammar
 from .vocab_cache import mask_builder_for
 
@@ -81,6 +84,18 @@ class GrammarCompiler:
         constraint twice is free.
     max_cached_grammars
         How many compiled grammars the cache keeps (least recently used go first).
+    cache_dir
+        A folder where the automata built for each constraint are kept across
+        processes (:class:`~tokensieve.compile.disk_cache.DiskCache`), keyed by
+        the constraint and its options, the vocabulary's hash, the limits and
+        the code that builds them: a second process compiling the same
+        constraint skips the front end and the automaton construction (token
+        masks are computed again, as ``precompute`` says). Entries are written
+        atomically; a damaged one is a miss and is built again. ``None``
+        (default): no disk cache.
+    cache_dir_max_bytes
+        The most bytes the folder's entries may take (least recently used are
+        removed first).
     """
 
     def __init__(
@@ -94,6 +109,8 @@ class GrammarCompiler:
         auto_precompute_budget_s: float = 0.4,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_dir_max_bytes: int = 1 << 30,
     ) -> None:
         self.tokenizer_info = tokenizer_info
         self.limits = limits or Limits()
@@ -111,6 +128,8 @@ class GrammarCompiler:
         self.max_cached_grammars = max_cached_grammars
         self._cache: OrderedDict[tuple[str, str], CompiledGrammar] = OrderedDict()
         self._lock = threading.Lock()
+        #: the folder of built automata shared by processes (None: none)
+        self.disk_cache = None if cache_dir is None else DiskCache(cache_dir, cache_dir_max_bytes)
         mask_builder_for(tokenizer_info)  # build the token trie now, not in the first compile
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
@@ -128,7 +147,7 @@ class GrammarCompiler:
 
         if not isinstance(pattern, str):
             raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
-        return self._compile(("regex", pattern), lambda: regex_to_dfa(pattern, self.limits), pattern)
+        return self._compile(("regex", pattern), lambda: (regex_to_dfa(pattern, self.limits), ()), pattern)
 
     def compile_choices(self, choices: Sequence[str | bytes]) -> CompiledGrammar:
         """Compile a list of literal strings; the output must equal one of them.
@@ -147,7 +166,7 @@ class GrammarCompiler:
         items = list(choices)
         key = "\x00".join(c if isinstance(c, str) else c.decode("utf-8", "surrogateescape") for c in items)
         desc = f"{len(items)} choices"
-        return self._compile(("choices", key), lambda: choices_to_dfa(items, self.limits), desc)
+        return self._compile(("choices", key), lambda: (choices_to_dfa(items, self.limits), ()), desc)
 
     def compile_grammar(
         self,
@@ -209,7 +228,7 @@ class GrammarCompiler:
         else:
             raise TypeError(f"grammar must be text or a Grammar, not {type(grammar).__name__}")
         return self._compile(
-            ("grammar", key_text), lambda: compile_grammar_automaton(ir, self.limits), source
+            ("grammar", key_text), lambda: (compile_grammar_automaton(ir, self.limits), ()), source
         )
 
     def compile_json_schema(
@@ -302,7 +321,10 @@ class GrammarCompiler:
                 return compile_grammar_automaton(grammar, self.limits, blank_runs=max_whitespace)
             return compile_grammar_automaton(grammar, self.limits)
 
-        def build() -> Any:
+        def build() -> tuple[Any, tuple[str, ...]]:
+            return build_automaton(), found.get("unenforced", ())
+
+        def build_automaton() -> Any:
             from ..errors import LimitExceeded, SchemaError
 
             try:
@@ -332,10 +354,7 @@ class GrammarCompiler:
             raise failure
 
         source = key_text if len(key_text) <= 200 else key_text[:197] + "..."
-        compiled = self._compile(("json_schema", key_text), build, source)
-        if "unenforced" in found:
-            compiled.unenforced = found["unenforced"]
-        return compiled
+        return self._compile(("json_schema", key_text), build, source)
 
     def compile_builtin_json_grammar(
         self,
@@ -365,7 +384,33 @@ class GrammarCompiler:
         """Whether ``"auto"`` walks more than the start state at compile time."""
         return self.auto_precompute_budget_s > 0 and self.auto_precompute_work != 0
 
-    def _compile(self, key: tuple[str, str], build: Callable[[], Any], source: str) -> CompiledGrammar:
+    def _built(
+        self, key: tuple[str, str], build: Callable[[], tuple[Any, tuple[str, ...]]]
+    ) -> tuple[ByteDFA | RuleNetwork, tuple[str, ...]]:
+        """The automaton of ``key`` and its unenforced keywords: from the disk cache, or built (and kept there)."""
+        disk = self.disk_cache
+        if disk is None:
+            return build()
+        info = self.tokenizer_info
+        entry_key = cache_key(key[0], key[1], info.hash, info.vocab_size, self.limits)
+        entry = disk.get(entry_key)
+        if (
+            isinstance(entry, dict)
+            and isinstance(entry.get("automaton"), (ByteDFA, RuleNetwork))
+            and isinstance(entry.get("unenforced"), tuple)
+        ):
+            logger.info("built %s automaton read from the disk cache", key[0])
+            return entry["automaton"], entry["unenforced"]
+        automaton, unenforced = build()
+        try:
+            disk.put(entry_key, {"automaton": automaton, "unenforced": tuple(unenforced)})
+        except OSError as exc:  # a full or read-only disk costs the cache, not the compile
+            logger.warning("cannot write the disk cache entry: %s", exc)
+        return automaton, unenforced
+
+    def _compile(
+        self, key: tuple[str, str], build: Callable[[], tuple[Any, tuple[str, ...]]], source: str
+    ) -> CompiledGrammar:
         if self.cache_enabled:
             with self._lock:
                 hit = self._cache.get(key)
@@ -374,9 +419,11 @@ class GrammarCompiler:
                     logger.info("compiled %s grammar (cache hit)", key[0])
                     return hit
         t0 = time.perf_counter()
-        dfa = build()
+        dfa, unenforced = self._built(key, build)
         if isinstance(dfa, RuleNetwork):
-            pda = CompiledPushdownGrammar(dfa, self.tokenizer_info, self.limits, kind=key[0], source=source)
+            pda = CompiledPushdownGrammar(
+                dfa, self.tokenizer_info, self.limits, kind=key[0], source=source, unenforced=unenforced
+            )
             if self.precompute is not False:
                 pda.token_mask(pda.start_state)
                 if self.precompute is True:
@@ -397,7 +444,9 @@ class GrammarCompiler:
             if self.cache_enabled:
                 self._remember(key, pda)
             return pda  # type: ignore[return-value]
-        compiled = CompiledGrammar(self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits)
+        compiled = CompiledGrammar(
+            self.tokenizer_info, dfa, kind=key[0], source=source, limits=self.limits, unenforced=unenforced
+        )
         if self.precompute is True:
             compiled.precompute()
         elif self.precompute == "auto":

@@ -1,12 +1,22 @@
-"""A size-bounded on-disk cache of compiled grammars, so a second process starts warm.
+"""A size-bounded folder of built automata, so that a second process starts warm.
 
-Entries are keyed by a SHA-256 of (format version, what was compiled, the
-vocabulary's hash and size, the limits). Each is one file written atomically
-(temporary file, then rename); when the folder grows past ``max_bytes`` the
-least recently used entries are removed. Entries are pickles read with a
-restricted unpickler that only builds numpy arrays and plain containers, so a
-tampered cache file cannot run code; an unreadable entry is treated as a miss
-and removed.
+:class:`~tokensieve.GrammarCompiler` (``cache_dir=``) keeps here what the
+front ends and the automaton stage built for a constraint (a
+:class:`~tokensieve.automata.dfa.ByteDFA` or a
+:class:`~tokensieve.automata.pushdown.RuleNetwork`, and the keywords reported
+unenforced); token masks are computed again in the new process, as they would
+be after a compile.
+
+Entries are keyed by a SHA-256 of the cache format, a digest of the code that
+builds automata, what was compiled (kind, source, options), the vocabulary's
+hash and the limits. Each entry is one file: a magic number, the SHA-256 of the
+payload, the payload. It is written to a temporary file in the same folder and
+renamed into place (``os.replace``), so concurrent writers and readers see a
+whole entry or none. A truncated or altered entry fails its checksum and is a
+miss (removed, then built and written again). Payloads are pickles read by an
+unpickler that builds only numpy arrays, plain containers and the automaton
+classes, so a planted file cannot run code. Past ``max_bytes`` the least
+recently used entries are removed.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ import logging
 import os
 import pickle
 import tempfile
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +35,9 @@ __all__ = ["DiskCache", "cache_key"]
 
 logger = logging.getLogger("tokensieve")
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+_MAGIC = b"TSGC\x04\x00\x00\x00"
+_DIGEST = 32
 
 _ALLOWED = {
     ("builtins", "frozenset"),
@@ -40,7 +53,12 @@ _ALLOWED = {
     ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.numeric", "_frombuffer"),
     ("numpy._core.numeric", "_frombuffer"),
-    ("collections", "OrderedDict"),
+    ("tokensieve.automata.dfa", "ByteDFA"),
+    ("tokensieve.automata.dfa", "_from_edges"),
+    ("tokensieve.automata.blank_runs", "BlankChains"),
+    ("tokensieve.automata.layers", "LayerCopies"),
+    ("tokensieve.automata.layers", "Unit"),
+    ("tokensieve.automata.pushdown", "RuleNetwork"),
 }
 
 
@@ -51,9 +69,26 @@ class _SafeUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache entry")
 
 
+@cache
+def code_digest() -> str:
+    """A SHA-256 of the source of the stages that build automata (front ends, automata, compile).
+
+    Part of every key, so that entries written by other code are never read.
+    """
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    files = [root / "limits.py"]
+    for folder in ("grammar", "automata", "compile"):
+        files.extend(sorted((root / folder).rglob("*.py")))
+    for path in files:
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def cache_key(*parts: object) -> str:
-    """A hex SHA-256 of the parts' ``repr`` (with the cache format version)."""
-    h = hashlib.sha256(f"tokensieve-cache-v{FORMAT_VERSION}".encode())
+    """A hex SHA-256 of the parts' ``repr`` (bytes as they are), the cache format and :func:`code_digest`."""
+    h = hashlib.sha256(f"tokensieve-cache-v{FORMAT_VERSION}-{code_digest()}".encode())
     for part in parts:
         data = part if isinstance(part, bytes) else repr(part).encode()
         h.update(len(data).to_bytes(8, "little"))
@@ -62,53 +97,76 @@ def cache_key(*parts: object) -> str:
 
 
 class DiskCache:
-    """Compiled-grammar snapshots in a folder.
+    """Built automata in a folder, shared by processes.
 
     Parameters
     ----------
     directory
         The folder (created when missing).
     max_bytes
-        Total size kept; least recently used entries are removed beyond it.
+        Total size of the entries kept; least recently used entries are
+        removed beyond it (an entry larger than it is not written).
+
+    Attributes
+    ----------
+    hits, misses
+        Lookups that found a whole entry, and those that did not (missing,
+        truncated, altered or unreadable), in this process.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], max_bytes: int = 512 << 20) -> None:
-        self.directory = Path(directory)
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int = 1 << 30) -> None:
+        self.directory = Path(directory).expanduser()
         self.max_bytes = int(max_bytes)
+        if self.max_bytes < 0:
+            raise ValueError(f"max_bytes must be at least 0, not {max_bytes!r}")
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.hits = 0
+        self.misses = 0
 
-    def _path(self, key: str) -> Path:
+    def path(self, key: str) -> Path:
+        """The file of the entry ``key``."""
         return self.directory / f"{key}.tsg"
 
     def get(self, key: str) -> Any | None:
-        """The stored snapshot, or None when missing or unreadable."""
-        path = self._path(key)
+        """The stored value, or None when missing, damaged or unreadable (a damaged entry is removed)."""
+        path = self.path(key)
         try:
             data = path.read_bytes()
         except OSError:
+            self.misses += 1
             return None
+        head = len(_MAGIC) + _DIGEST
+        payload = memoryview(data)[head:]
         try:
-            value = _SafeUnpickler(io.BytesIO(data)).load()
+            if data[: len(_MAGIC)] != _MAGIC or len(data) < head:
+                raise ValueError("not a cache entry of this format")
+            if hashlib.sha256(payload).digest() != data[len(_MAGIC) : head]:
+                raise ValueError("checksum mismatch (truncated or altered)")
+            value = _SafeUnpickler(io.BytesIO(payload)).load()
         except Exception as exc:  # a damaged entry is a miss
             logger.warning("dropping unreadable cache entry %s: %s", path.name, exc)
             path.unlink(missing_ok=True)
+            self.misses += 1
             return None
         try:
-            os.utime(path)
+            os.utime(path)  # recently used: evicted last
         except OSError:
             pass
+        self.hits += 1
         return value
 
-    def put(self, key: str, snapshot: Any) -> None:
-        """Store a snapshot (plain containers and numpy arrays only)."""
-        data = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(data) > self.max_bytes:
+    def put(self, key: str, value: Any) -> None:
+        """Store ``value`` (plain containers, numpy arrays and automata) under ``key``."""
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        if len(payload) + len(_MAGIC) + _DIGEST > self.max_bytes:
             return
-        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, self._path(key))
+                f.write(_MAGIC)
+                f.write(hashlib.sha256(payload).digest())
+                f.write(payload)
+            os.replace(tmp, self.path(key))
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
