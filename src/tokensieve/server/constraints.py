@@ -1,0 +1,378 @@
+"""From a request's constraint fields to a compiled grammar, compiled off the event loop.
+
+A request names at most one constraint: ``response_format`` (``json_schema``
+or ``json_object``), vLLM's ``structured_outputs`` or one of the older
+``guided_*`` fields, or tool calls (``tools`` with ``tool_choice`` other than
+``"none"``). :func:`constraint_spec` reads it into a :class:`ConstraintSpec`
+(kind, cache key, how to compile it); :class:`ConstraintCache` compiles specs
+in worker threads, shares one compile between the requests that ask for the
+same spec at once, keeps the results keyed by (constraint, options), and
+bounds each compile's wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import GrammarError, LimitExceeded, TokensieveError
+from .errors import APIError, constraint_error
+from .protocol import ChatCompletionRequest, CompletionRequest, ToolChoiceFunction
+from .tools import tool_grammar
+
+__all__ = ["Compiled", "ConstraintCache", "ConstraintSpec", "constraint_spec", "tool_mode"]
+
+Compiler = Any  # tokensieve.compile.GrammarCompiler
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled constraint and what of it is not enforced."""
+
+    grammar: Any
+    unenforced: tuple[str, ...]
+    cached: bool
+    compile_seconds: float
+
+
+@dataclass(frozen=True)
+class ConstraintSpec:
+    """A constraint read from a request, not yet compiled.
+
+    Attributes
+    ----------
+    kind
+        ``json_schema``, ``regex``, ``choice``, ``grammar`` or ``tools``.
+    param
+        The request field that holds it (named in errors).
+    key
+        Identifies (constraint, options) for the cache.
+    build
+        Compiles it with a :class:`~tokensieve.GrammarCompiler`; returns the
+        compiled grammar and what is not enforced.
+    """
+
+    kind: str
+    param: str
+    key: str
+    build: Callable[[Compiler], tuple[Any, tuple[str, ...]]]
+
+
+def tool_mode(req: ChatCompletionRequest) -> tuple[str, list[Any]]:
+    """How a chat request uses its tools: the mode and the tools a call may name.
+
+    Returns
+    -------
+    (str, list)
+        ``"none"`` (no constraint from tools), ``"auto"`` or ``"required"``
+        (a named function is ``"required"`` over that one tool).
+
+    Raises
+    ------
+    APIError
+        For a ``tool_choice`` without tools, or naming a function not in them.
+    """
+    tools = req.tools or []
+    choice = req.tool_choice
+    if not tools:
+        if choice not in (None, "none"):
+            raise APIError(400, "tool_choice needs tools", param="tool_choice", code="invalid_request")
+        return "none", []
+    if choice is None:
+        choice = "auto"
+    if isinstance(choice, ToolChoiceFunction):
+        named = [t for t in tools if t.function.name == choice.function.name]
+        if not named:
+            raise APIError(
+                400,
+                f"tool_choice names {choice.function.name!r}, which is not among the tools",
+                param="tool_choice",
+                code="invalid_request",
+            )
+        return "required", named
+    return choice, list(tools)
+
+
+def _schema_bytes(schema: Any) -> int:
+    try:
+        return len(json.dumps(schema, ensure_ascii=False)) if not isinstance(schema, str) else len(schema)
+    except (TypeError, ValueError, RecursionError):
+        raise APIError(400, "the schema is not JSON", code="invalid_schema") from None
+
+
+def _json_spec(schema: Any, param: str, *, strict: bool, closed: bool, max_bytes: int) -> ConstraintSpec:
+    size = _schema_bytes(schema)
+    if size > max_bytes:
+        raise APIError(
+            400,
+            f"the schema in {param} has {size} bytes, more than the limit max_schema_bytes={max_bytes}",
+            param=param,
+            code="schema_too_large",
+        )
+    options = {"whitespace": "compact", "strict": strict}
+
+    def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+        compiled = compiler.compile_json_schema(schema, closed_objects=closed, **options)
+        return compiled, tuple(compiled.unenforced)
+
+    key = json.dumps([schema, options, closed], sort_keys=False, ensure_ascii=False, default=repr)
+    return ConstraintSpec("json_schema", param, key, build)
+
+
+def _grammar_spec(text: str, syntax: str | None, param: str) -> ConstraintSpec:
+    def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+        order = [syntax] if syntax else (["gbnf", "ebnf"] if "::=" in text else ["lark", "gbnf", "ebnf"])
+        first: GrammarError | None = None
+        for name in order:
+            try:
+                return compiler.compile_grammar(text, syntax=name), ()
+            except GrammarError as exc:
+                first = first or exc
+        assert first is not None
+        raise first
+
+    return ConstraintSpec("grammar", param, json.dumps(["grammar", syntax, text]), build)
+
+
+def _extension_spec(
+    req: ChatCompletionRequest | CompletionRequest, closed: bool, max_bytes: int
+) -> list[ConstraintSpec]:
+    found: list[ConstraintSpec] = []
+    so = req.structured_outputs
+    sources: list[tuple[str, str, Any]] = []
+    if so is not None:
+        for name in ("json", "regex", "choice", "grammar"):
+            value = getattr(so, "json_" if name == "json" else name)
+            if value is not None:
+                sources.append((name, f"structured_outputs.{name}", value))
+    for name in ("json", "regex", "choice", "grammar"):
+        value = getattr(req, f"guided_{name}")
+        if value is not None:
+            sources.append((name, f"guided_{name}", value))
+    syntax = req.grammar_syntax or (so.grammar_syntax if so is not None else None)
+    for name, param, value in sources:
+        if name == "json":
+            schema = json.loads(value) if isinstance(value, str) and _is_json(value) else value
+            found.append(_json_spec(schema, param, strict=False, closed=closed, max_bytes=max_bytes))
+        elif name == "regex":
+            found.append(
+                ConstraintSpec(
+                    "regex", param, json.dumps(["regex", value]), _compile_with("compile_regex", value)
+                )
+            )
+        elif name == "choice":
+            if not value:
+                raise APIError(400, f"{param} needs at least one choice", param=param, code="invalid_request")
+            found.append(
+                ConstraintSpec(
+                    "choice",
+                    param,
+                    json.dumps(["choice", value]),
+                    _compile_with("compile_choices", value),
+                )
+            )
+        else:
+            found.append(_grammar_spec(value, syntax, param))
+    return found
+
+
+def _compile_with(method: str, value: Any) -> Callable[[Compiler], tuple[Any, tuple[str, ...]]]:
+    def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+        return getattr(compiler, method)(value), ()
+
+    return build
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def constraint_spec(
+    req: ChatCompletionRequest | CompletionRequest,
+    *,
+    closed_objects: bool,
+    max_schema_bytes: int,
+    limits: Any,
+) -> ConstraintSpec | None:
+    """The request's constraint, or ``None`` for free text.
+
+    Parameters
+    ----------
+    req
+        The request.
+    closed_objects
+        The server's default for objects whose schema is silent about
+        ``additionalProperties`` (a request's ``closed_objects`` overrides it).
+    max_schema_bytes
+        Largest schema accepted, as JSON text.
+    limits
+        The compiler's :class:`~tokensieve.Limits` (for tool grammars).
+
+    Raises
+    ------
+    APIError
+        For two constraints at once, a ``json_schema`` format without its
+        schema, a schema over the size limit, or bad ``tool_choice``.
+    """
+    closed = closed_objects if req.closed_objects is None else req.closed_objects
+    found = _extension_spec(req, closed, max_schema_bytes)
+    fmt = req.response_format
+    if fmt is not None and fmt.type == "json_schema":
+        if fmt.json_schema is None:
+            raise APIError(
+                400, "response_format of type json_schema needs json_schema", param="response_format"
+            )
+        found.append(
+            _json_spec(
+                fmt.json_schema.schema_,
+                "response_format.json_schema.schema",
+                strict=bool(fmt.json_schema.strict),
+                closed=closed,
+                max_bytes=max_schema_bytes,
+            )
+        )
+    elif fmt is not None and fmt.type == "json_object":
+        found.append(
+            _json_spec(
+                {"type": "object"}, "response_format", strict=False, closed=False, max_bytes=max_schema_bytes
+            )
+        )
+    if isinstance(req, ChatCompletionRequest):
+        mode, tools = tool_mode(req)
+        if mode != "none":
+            strict = all(t.function.strict is True for t in tools)
+            parallel = req.parallel_tool_calls
+            for t in tools:
+                _schema_bytes_checked(t.function.parameters, max_schema_bytes)
+
+            def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+                grammar, unenforced = tool_grammar(
+                    tools, auto=mode == "auto", parallel=parallel, strict=strict, closed=closed, limits=limits
+                )
+                return compiler.compile_grammar(grammar), unenforced
+
+            key = json.dumps(
+                [[t.function.model_dump(exclude_none=True) for t in tools], mode, parallel, strict, closed],
+                default=repr,
+            )
+            found.append(ConstraintSpec("tools", "tools", key, build))
+    if len(found) > 1:
+        names = ", ".join(s.param for s in found)
+        raise APIError(400, f"a request takes one constraint, not several: {names}", param=found[1].param)
+    return found[0] if found else None
+
+
+def _schema_bytes_checked(schema: Any, max_bytes: int) -> None:
+    if schema is not None and _schema_bytes(schema) > max_bytes:
+        raise APIError(
+            400,
+            f"a tool's parameters schema is larger than the limit max_schema_bytes={max_bytes}",
+            param="tools",
+            code="schema_too_large",
+        )
+
+
+class ConstraintCache:
+    """Compiles constraints in worker threads; one compile per (constraint, options).
+
+    Parameters
+    ----------
+    compiler
+        The :class:`~tokensieve.GrammarCompiler` of the served model.
+    workers
+        Compile threads (a compile never runs on the event loop).
+    max_entries
+        Compiled constraints kept (least recently used go first).
+    timeout_s
+        Longest a request waits for its constraint's compile; past it the
+        request fails with a 400 naming the limit (the compile goes on and
+        its result is kept for the next request).
+    on_compiled
+        Called with (kind, seconds) after each compile that was not a cache hit.
+    """
+
+    def __init__(
+        self,
+        compiler: Compiler,
+        *,
+        workers: int = 2,
+        max_entries: int = 512,
+        timeout_s: float = 60.0,
+        on_compiled: Callable[[str, float], None] | None = None,
+    ) -> None:
+        self.compiler = compiler
+        self.timeout_s = timeout_s
+        self.max_entries = max_entries
+        self._on_compiled = on_compiled
+        self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tokensieve-compile")
+        self._entries: OrderedDict[str, concurrent.futures.Future[Compiled]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def submit(self, spec: ConstraintSpec) -> tuple[concurrent.futures.Future[Compiled], bool]:
+        """Start (or join) the compile of ``spec``; returns its future and whether it was cached."""
+        key = f"{spec.kind}\x00{spec.key}"
+        with self._lock:
+            fut = self._entries.get(key)
+            if fut is not None and not (fut.done() and fut.exception() is not None):
+                self._entries.move_to_end(key)
+                return fut, True
+            fut = self._pool.submit(self._run, spec)
+            self._entries[key] = fut
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+            return fut, False
+
+    def _run(self, spec: ConstraintSpec) -> Compiled:
+        t0 = time.perf_counter()
+        grammar, unenforced = spec.build(self.compiler)
+        seconds = time.perf_counter() - t0
+        if self._on_compiled is not None:
+            self._on_compiled(spec.kind, seconds)
+        return Compiled(grammar, tuple(unenforced), False, seconds)
+
+    async def get(self, spec: ConstraintSpec) -> Compiled:
+        """The compiled constraint, waited for without blocking the event loop.
+
+        Raises
+        ------
+        APIError
+            400 for a constraint that does not compile (with the pointer,
+            position or limit), or whose compile takes longer than ``timeout_s``.
+        """
+        fut, cached = self.submit(spec)
+        try:
+            result = await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(fut)), self.timeout_s)
+        except asyncio.TimeoutError:
+            raise APIError(
+                400,
+                f"the constraint in {spec.param} took longer than the limit compile_timeout_s={self.timeout_s:g} "
+                "to compile",
+                param=spec.param,
+                code="constraint_too_costly",
+            ) from None
+        except TokensieveError as exc:
+            raise constraint_error(exc, spec.param) from None
+        except RecursionError:
+            raise constraint_error(
+                LimitExceeded("max_nesting_depth", 0, "the constraint nests too deeply"), spec.param
+            ) from None
+        except (TypeError, ValueError) as exc:
+            raise APIError(400, f"invalid constraint in {spec.param}: {exc}", param=spec.param) from None
+        if cached:
+            return Compiled(result.grammar, result.unenforced, True, 0.0)
+        return result
+
+    def shutdown(self) -> None:
+        """Stop the compile threads (compiles in progress finish)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
