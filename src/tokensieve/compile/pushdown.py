@@ -34,7 +34,7 @@ from .._arrays import sorted_unique
 from .._memo import BoundedMemo
 from ..automata.blank_runs import BLANKS, IS_BLANK
 from ..automata.pushdown import RuleNetwork
-from ..bitmask import copy_friendly, friendly_zeros
+from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .shared_masks import mask_representatives
@@ -341,70 +341,6 @@ class CompiledPushdownGrammar:
         """The parse stacks of ``state`` (global DFA state ids, bottom first)."""
         return self._sets[state]
 
-    def snapshot(self) -> dict[str, Any]:
-        """Everything computed so far, as plain containers and arrays (for the disk cache)."""
-        with self._lock:
-            for sid in list(self._pending):
-                self._resolve(sid, None)
-            n = len(self._sets)
-            net = self.network
-            return {
-                "network": (
-                    list(net.names),
-                    list(net.transitions),
-                    list(net.accepting),
-                    list(net.starts),
-                    net.calls,
-                    net.root,
-                ),
-                "sets": list(self._sets),
-                "table": self._table[:n].copy(),
-                "known": self._known[:n].copy(),
-                "levels": dict(self._levels),
-                "masks": dict(self._masks),
-            }
-
-    @classmethod
-    def from_snapshot(
-        cls,
-        snapshot: dict[str, Any],
-        tokenizer_info: TokenizerInfo,
-        limits: Limits | None = None,
-        *,
-        kind: str = "grammar",
-        source: str = "",
-    ) -> CompiledPushdownGrammar:
-        """Rebuild a compiled grammar, with its memoised states and masks, from :meth:`snapshot`."""
-        names, transitions, accepting, starts, calls, root = snapshot["network"]
-        network = RuleNetwork(tuple(names), tuple(transitions), tuple(accepting), tuple(starts), calls, root)
-        self = cls(network, tokenizer_info, limits, kind=kind, source=source)
-        sets = snapshot["sets"]
-        n = len(sets)
-        while self._table.shape[0] < n:
-            self._grow()
-        self._sets = list(sets)
-        self._seeds = list(sets)
-        self._ids = {st: i for i, st in enumerate(sets)}
-        self._closures = {}
-        self._table[:n] = snapshot["table"]
-        self._known[:n] = snapshot["known"]
-        self._escape[:n] = [() in st for st in sets]
-        root = network.root
-        self._start = self._intern_closed({(int(self._offsets[root] + network.starts[root]),)})
-        counted: set[int] = set()
-        for key, (mask, nodes) in snapshot["levels"].items():
-            mask.setflags(write=False)
-            self._levels[key] = (mask, nodes)
-            if id(mask) not in counted:  # a walk's arrays serve several levels
-                counted.add(id(mask))
-                self._walk_bytes += _nbytes(mask, nodes)
-        for key, mask in snapshot["masks"].items():
-            mask = copy_friendly(mask)
-            mask.setflags(write=False)
-            self._masks[key] = mask
-            self._mask_bytes += mask.nbytes
-        return self
-
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             _rebuild,
@@ -553,15 +489,6 @@ class CompiledPushdownGrammar:
                 self._resolve(s, sorted_unique(bs[ps == s]))
             nxt[pend] = self._table[ps, bs]
         return nxt
-
-    def _ensure_rows(self, states: np.ndarray) -> None:
-        if states.size == 0:
-            return
-        missing = states[~self._known[states]]
-        if missing.size:
-            for s in sorted_unique(missing).tolist():
-                if not self._known[s]:
-                    self._fill_row(s)
 
     # --------------------------------------------------------------- walks
     def _walk(

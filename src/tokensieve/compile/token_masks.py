@@ -79,7 +79,6 @@ __all__ = [
     "MaskBatch",
     "TokenMaskBuilder",
     "WalkBudget",
-    "loop_bytesets",
     "or_distinct_bits",
 ]
 
@@ -190,25 +189,6 @@ def walk_in_chunks(
             half = chunk.size // 2
             chunks += [chunk[half:], chunk[:half]]
     return True
-
-
-def loop_bytesets(transitions: np.ndarray) -> np.ndarray:
-    """256-bit sets of the bytes on which each state loops to itself.
-
-    Parameters
-    ----------
-    transitions
-        ``int32 (S, 256)`` transition table.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``uint64 (S, 4)``: bit ``b`` of state ``s`` is set iff ``transitions[s, b] == s``.
-    """
-    s = transitions.shape[0]
-    loops = transitions == np.arange(s, dtype=transitions.dtype)[:, None]
-    packed = np.packbits(loops, axis=1, bitorder="little")  # (S, 32) uint8
-    return np.ascontiguousarray(packed).view(np.uint64).reshape(s, 4)
 
 
 def or_distinct_bits(out: np.ndarray, words: np.ndarray, bits: np.ndarray) -> None:
@@ -747,10 +727,6 @@ class TokenMaskBuilder:
         return int(own + cached + leading + units + self.trie.nbytes)
 
     # ------------------------------------------------------------ automata
-    def view(self, transitions: np.ndarray, accepting: np.ndarray) -> AutomatonView:
-        """The per-automaton arrays :meth:`compute` needs (build once, reuse)."""
-        return AutomatonView(transitions, accepting)
-
     # ------------------------------------------------------------------ walk
     def walk_ranges(
         self,
@@ -1365,42 +1341,6 @@ class TokenMaskBuilder:
             out[i] = row.view(np.int32)
         return out
 
-    def pack_tokens(self, tokens: np.ndarray, accepting: bool) -> np.ndarray:
-        """Packed ``int32 (num_words,)`` row allowing ``tokens`` (and the stop tokens if ``accepting``)."""
-        words = np.zeros(self.num_words, dtype=np.uint32)
-        if tokens.size:
-            np.bitwise_or.at(words, tokens >> 5, np.left_shift(np.uint32(1), (tokens & 31).astype(np.uint32)))
-        if accepting and self._stop_words.size:
-            np.bitwise_or.at(words, self._stop_words, self._stop_bits)
-        return words.view(np.int32)
-
-    # ------------------------------------------------------- legacy surface
-    def walk(
-        self, transitions: np.ndarray, loops: np.ndarray, states: Sequence[int]
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Allowed token slices for each of ``states``.
-
-        ``loops`` is accepted for compatibility and ignored (the loop sets are
-        derived from ``transitions``).
-
-        Returns
-        -------
-        list of (lo, hi)
-            For each requested state, arrays of slice bounds into the trie's
-            ``sorted_tokens``; the allowed tokens are the union of the slices.
-        """
-        k = len(states)
-        if k == 0:
-            return []
-        view = AutomatonView(transitions, np.zeros(transitions.shape[0], dtype=bool))
-        own, lo, hi = self.walk_ranges(view, states)
-        if k == 1:
-            return [(lo, hi)]
-        order = np.argsort(own, kind="stable")
-        own, lo, hi = own[order], lo[order], hi[order]
-        bounds = np.searchsorted(own, np.arange(k + 1))
-        return [(lo[bounds[i] : bounds[i + 1]], hi[bounds[i] : bounds[i + 1]]) for i in range(k)]
-
     def ranges_to_bool(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Boolean row over token ids for the union of sorted-token slices."""
         allowed = np.zeros(self.num_words * 32, dtype=bool)
@@ -1422,10 +1362,3 @@ class TokenMaskBuilder:
         if accepting and self.stop_token_ids.size:
             allowed[self.stop_token_ids] = True
         return np.packbits(allowed, bitorder="little").view(np.int32)
-
-    def masks(
-        self, transitions: np.ndarray, accepting: np.ndarray, loops: np.ndarray, states: Sequence[int]
-    ) -> list[np.ndarray]:
-        """Packed ``int32 (num_words,)`` masks for each of ``states`` (``loops`` is ignored)."""
-        batch = self.compute(AutomatonView(transitions, accepting), states)
-        return [batch.mask(i) for i in range(len(batch))]

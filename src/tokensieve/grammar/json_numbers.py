@@ -759,9 +759,3 @@ def _decimal_step(m: Fraction) -> tuple[int, int]:
     j = max(x, y)
     p = m.numerator * (10**j // (2**x * 5**y))
     return p, j
-
-
-def _is_power_of_ten(n: int) -> bool:
-    while n % 10 == 0:
-        n //= 10
-    return n == 1

@@ -1,16 +1,14 @@
 """JSON tokens in the IR: whitespace layouts, strings, numbers and literal values.
 
 The string, number and format languages come from :mod:`tokensieve.grammar.json_strings`,
-:mod:`tokensieve.grammar.json_numbers` and :mod:`tokensieve.grammar.json_formats`
-when they are present; the fallbacks here are sound (they never admit text that
-is not a JSON value of the right kind) but admit fewer spellings.
+:mod:`tokensieve.grammar.json_numbers` and :mod:`tokensieve.grammar.json_formats`;
+products and differences of string languages from :mod:`tokensieve.automata.ops`.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,13 +31,11 @@ from ..ir import (
     Automaton,
     Node,
     byte_class,
-    char_class,
     concat,
     is_nothing,
     literal,
     optional,
     plus,
-    repeat,
     star,
 )
 from ..ir import alt as _alt
@@ -47,36 +43,8 @@ from ..ir import alt as _alt
 alt = _alt
 
 WS_CHAR = BLANK
-_HEX = byte_class([(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)])
 _DIGIT = byte_class([(0x30, 0x39)])
 _DIGIT19 = byte_class([(0x31, 0x39)])
-# one raw (unescaped) character of a JSON string
-_RAW_CHAR = char_class([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
-_ESCAPE = concat(
-    literal("\\"),
-    _alt(
-        byte_class(
-            [
-                (0x22, 0x22),
-                (0x2F, 0x2F),
-                (0x5C, 0x5C),
-                (0x62, 0x62),
-                (0x66, 0x66),
-                (0x6E, 0x6E),
-                (0x72, 0x72),
-                (0x74, 0x74),
-            ]
-        ),
-        concat(literal("u"), repeat(_HEX, 4, 4)),
-    ),
-)
-
-
-def has_ops() -> bool:
-    """Whether automaton operations (intersection, difference) are available."""
-    return _ops is not None and hasattr(_ops, "ir_intersect")
-
-
 #: results of automaton operations kept for reuse (by operation, operands and limits)
 _OP_CACHE_ENTRIES = 64
 #: results larger than this many automaton states are not kept
@@ -102,15 +70,13 @@ def _cached_op(name: str, fn: Callable[[Node, Node, Any], Node], x: Node, y: Nod
 
 
 def intersect(x: Node, y: Node, limits: Any) -> Node:
-    """Intersection of two regular IR languages (needs :mod:`tokensieve.automata.ops`)."""
-    assert _ops is not None
+    """Intersection of two regular IR languages."""
     return _cached_op("intersect", _intersect, x, y, limits)
 
 
 def _intersect(x: Node, y: Node, limits: Any) -> Node:
     """A length-bounded string and another string language by layers, when that works
     (:mod:`tokensieve.automata.layered_product`); else the general product."""
-    assert _ops is not None
     for a, b in ((x, y), (y, x)):
         if isinstance(a, Automaton):
             built = layered_intersection(a, b, limits)
@@ -120,8 +86,7 @@ def _intersect(x: Node, y: Node, limits: Any) -> Node:
 
 
 def difference(x: Node, y: Node, limits: Any) -> Node:
-    """``x`` minus ``y`` (needs :mod:`tokensieve.automata.ops`)."""
-    assert _ops is not None
+    """``x`` minus ``y``."""
     return _cached_op("difference", _ops.ir_difference, x, y, limits)
 
 
@@ -129,34 +94,26 @@ def is_empty(node: Node, limits: Any) -> bool:
     """Whether a regular IR language is empty."""
     if is_nothing(node):
         return True
-    if _ops is not None and hasattr(_ops, "is_empty_ir"):
-        return bool(_ops.is_empty_ir(node, limits))
-    return False
+    return bool(_ops.is_empty_ir(node, limits))
 
 
 # ------------------------------------------------------------------ strings
 def string_char() -> Node:
     """One character of a JSON string as it is written (raw or escaped)."""
-    if _strings is not None:
-        return _strings.json_string_char()
-    return _alt(_RAW_CHAR, _ESCAPE)
+    return _strings.json_string_char()
 
 
 @functools.lru_cache(maxsize=1)
 def any_string_content() -> Node:
     """The content (between the quotes) of any JSON string.
 
-    As an embedded automaton (built once per process) where automaton
-    operations are available: the expression of every spelling of a
+    As an embedded automaton (built once per process): the expression of every spelling of a
     character (raw UTF-8, short and ``\\uXXXX`` escapes, surrogate pairs) is
     some forty IR nodes, which every string of a schema would otherwise expand
     and determinise again; the automaton's 25 states go in as they are (a
     closed object of a few string properties: about 0.7 of its compile time).
     """
-    content = star(string_char())
-    if _ops is None:
-        return content
-    return _ops.dfa_to_ir(ir_to_dfa(content))
+    return _ops.dfa_to_ir(ir_to_dfa(star(string_char())))
 
 
 #: automaton states per character of a length-bounded string (every spelling of a character:
@@ -171,10 +128,10 @@ COUNTED_FROM = 8
 
 def string_length(min_length: int, max_length: int | None, limits: Any = None) -> Node:
     """Content of strings of ``min_length`` to ``max_length`` characters."""
-    if _strings is None:
-        return repeat(string_char(), min_length, max_length)
     if max(min_length, max_length or 0) >= COUNTED_FROM and (max_length is None or max_length >= min_length):
-        counted = cached_counted_repeat(_strings.json_string_char(), min_length, max_length, limits or Limits())
+        counted = cached_counted_repeat(
+            _strings.json_string_char(), min_length, max_length, limits or Limits()
+        )
         if counted is not None:
             return counted
     return _strings.json_string_length(min_length, max_length)
@@ -182,25 +139,20 @@ def string_length(min_length: int, max_length: int | None, limits: Any = None) -
 
 def content_of(node: Node) -> Node:
     """Every written form of the decoded text ``node`` (a language over characters)."""
-    if _strings is not None:
-        return _strings.json_string_content(node)
-    return node  # fallback: raw characters only (callers only pass text without quotes/controls)
+    return _strings.json_string_content(node)
 
 
 def string_literal_content(text: str) -> Node:
     """Written forms of the string ``text`` (between the quotes)."""
-    if _strings is not None:
-        return _strings.json_string_content(literal(text))
-    return literal(json.dumps(text, ensure_ascii=False)[1:-1])
+    return _strings.json_string_content(literal(text))
 
 
-def pattern_content(pattern: str, limits: Any) -> Node | None:
-    """Content of the strings that contain a match of the ECMA ``pattern`` (None: unavailable)."""
-    if _strings is not None and hasattr(_strings, "json_string_pattern"):
-        return _strings.json_string_pattern(pattern, limits)
-    return None
+def pattern_content(pattern: str, limits: Any) -> Node:
+    """Content of the strings that contain a match of the ECMA ``pattern``."""
+    return _strings.json_string_pattern(pattern, limits)
 
 
+@functools.lru_cache(maxsize=64)
 def format_content(name: str) -> Node | None:
     """Content of the strings of a ``format`` (None: not known).
 
@@ -208,19 +160,10 @@ def format_content(name: str) -> Node | None:
     states) come as one embedded automaton, built once per process, which the
     schema's automaton splices in whole instead of determinising it again.
     """
-    if _formats is None:
-        return None
-    return _format_content(name)
-
-
-@functools.lru_cache(maxsize=64)
-def _format_content(name: str) -> Node | None:
     node = _formats.format_content(name)
     if node is None:
         return None
     content = content_of(node)
-    if _ops is None:
-        return content
     dfa = ir_to_dfa(content)
     return _ops.dfa_to_ir(dfa) if dfa.num_states >= SPLICE_MIN_STATES else content
 
@@ -238,9 +181,7 @@ _EXP = concat(
 )
 ANY_NUMBER = concat(optional(literal("-")), _INT_PART, optional(_FRAC), optional(_EXP))
 # numbers with a non-zero fraction digit, without an exponent (sure not to be integers)
-NON_INTEGER = concat(
-    optional(literal("-")), _INT_PART, literal("."), star(_DIGIT), _DIGIT19, star(_DIGIT)
-)
+NON_INTEGER = concat(optional(literal("-")), _INT_PART, literal("."), star(_DIGIT), _DIGIT19, star(_DIGIT))
 # integers, also written with a zero fraction (1.0)
 ANY_INTEGER = concat(optional(literal("-")), _INT_PART, optional(concat(literal("."), plus(literal("0")))))
 
@@ -255,25 +196,18 @@ def number_node(
     limits: Any = None,
 ) -> Node | None:
     """Numbers within the bounds (None: not expressible)."""
-    bounded = any(
-        v is not None for v in (minimum, maximum, exclusive_minimum, exclusive_maximum, multiple_of)
-    )
-    if _numbers is not None:
-        fn = _numbers.json_integer if integer else _numbers.json_number
-        try:
-            return fn(
-                minimum,
-                maximum,
-                exclusive_minimum=exclusive_minimum,
-                exclusive_maximum=exclusive_maximum,
-                multiple_of=multiple_of,
-                limits=limits,
-            )
-        except NotImplementedError:
-            return None
-    if bounded:
+    fn = _numbers.json_integer if integer else _numbers.json_number
+    try:
+        return fn(
+            minimum,
+            maximum,
+            exclusive_minimum=exclusive_minimum,
+            exclusive_maximum=exclusive_maximum,
+            multiple_of=multiple_of,
+            limits=limits,
+        )
+    except NotImplementedError:
         return None
-    return ANY_INTEGER if integer else ANY_NUMBER
 
 
 def number_literal(value: int | float) -> Node:
@@ -392,7 +326,11 @@ def value_literal(value: Any, layout: Layout, depth: int, any_order: bool = Fals
         if not value:
             return container("{", "}", NOTHING, True, layout, depth)
         members = [
-            concat(quoted(string_literal_content(k)), layout.colon, value_literal(v, layout, depth + 1, any_order))
+            concat(
+                quoted(string_literal_content(k)),
+                layout.colon,
+                value_literal(v, layout, depth + 1, any_order),
+            )
             for k, v in value.items()
         ]
         orders = itertools.permutations(members) if any_order and len(members) <= 5 else [members]

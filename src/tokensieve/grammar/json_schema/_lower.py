@@ -161,7 +161,6 @@ class Lowerer:
         self._depth = 0
         self._work = 0
         self._dfa_cache: dict[Node, Any] = {}
-        self._any_value: str | None = None
 
     # ------------------------------------------------------------ reporting
     def unsupported(self, pointer: str, keyword: str, why: str) -> None:
@@ -678,8 +677,6 @@ class Lowerer:
                 raise SchemaError(f"pattern {pattern!r} is not supported: {exc.message}", pointer) from None
             self.note(f"{pointer}: pattern {pattern!r} is not enforced: {exc.message}")
             return None
-        if node is None:  # a build without the string automata
-            self.unsupported(pointer.rsplit("/", 1)[0], "pattern", "is not enforced")
         return node
 
     def pattern_matches(self, pattern: str, text: str, pointer: str) -> bool:

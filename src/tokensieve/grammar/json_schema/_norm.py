@@ -491,7 +491,7 @@ class _Norm:
             from ...errors import LimitExceeded
 
             raise LimitExceeded("max_choices", limits.max_choices, f"enum of {len(values)} values")
-        if len(values) > 64 and all(isinstance(v, str) for v in values) and lx.has_ops():
+        if len(values) > 64 and all(isinstance(v, str) for v in values):
             return _string_enum(values, limits)
         any_order = self.low.property_order == "any"
         return alt(*(lx.value_literal(v, layout, depth, any_order) for v in values))
@@ -539,10 +539,7 @@ class _Norm:
             node = lx.intersect(node, lx.NON_INTEGER, self.low.limits)
         if nums and not is_nothing(node):
             literals = alt(*(lx.number_literal(v) for v in nums))
-            if lx.has_ops():
-                node = lx.difference(node, literals, self.low.limits)
-            else:
-                self._unsupported(self.ptr, "not", "excluding numbers is not supported")
+            node = lx.difference(node, literals, self.low.limits)
         return node
 
     def _multiple(self) -> Any:
@@ -584,8 +581,14 @@ class _Norm:
 
             bound = self.max_len or self.min_len
             if bound > low.limits.max_repetition:
-                raise LimitExceeded("max_repetition", low.limits.max_repetition, f"string length bound {bound}")
-            if not self.patterns and not self.formats and bound * lx.STATES_PER_CHARACTER >= low.limits.max_dfa_states:
+                raise LimitExceeded(
+                    "max_repetition", low.limits.max_repetition, f"string length bound {bound}"
+                )
+            if (
+                not self.patterns
+                and not self.formats
+                and bound * lx.STATES_PER_CHARACTER >= low.limits.max_dfa_states
+            ):
                 # every character position is that many automaton states: fail before building them
                 raise LimitExceeded(
                     "max_dfa_states",
@@ -593,7 +596,10 @@ class _Norm:
                     f"a string of up to {bound} characters needs about {bound * lx.STATES_PER_CHARACTER} states",
                 )
             pieces.append(
-                (lx.string_length(self.min_len, self.max_len, low.limits), self.where.get("maxLength", self.ptr))
+                (
+                    lx.string_length(self.min_len, self.max_len, low.limits),
+                    self.where.get("maxLength", self.ptr),
+                )
             )
         for pattern, p in self.patterns:
             node = low.pattern_node(pattern, p)
@@ -612,28 +618,17 @@ class _Norm:
             content = lx.any_string_content()
         else:
             content = pieces[0][0]
-            for node, p in pieces[1:]:
-                if lx.has_ops():
-                    content = lx.intersect(content, node, low.limits)
-                else:
-                    self._unsupported(
-                        p.rsplit("/", 1)[0],
-                        p.rsplit("/", 1)[1],
-                        "cannot be combined with other string keywords",
-                    )
+            for node, _ in pieces[1:]:
+                content = lx.intersect(content, node, low.limits)
         excluded = [v for v in self.notin if isinstance(v, str)]
         negs = [low.pattern_node(pat, p) for pat, p in self.neg_patterns]
-        if excluded or negs:
-            if not lx.has_ops():
-                self._unsupported(self.ptr, "not", "excluding strings is not supported")
-            else:
-                if excluded:
-                    content = lx.difference(
-                        content, alt(*(lx.string_literal_content(s) for s in excluded)), low.limits
-                    )
-                for n in negs:
-                    if n is not None:
-                        content = lx.difference(content, n, low.limits)
+        if excluded:
+            content = lx.difference(
+                content, alt(*(lx.string_literal_content(s) for s in excluded)), low.limits
+            )
+        for n in negs:
+            if n is not None:
+                content = lx.difference(content, n, low.limits)
         if not is_nothing(content) and len(pieces) > 1 and lx.is_empty(content, low.limits):
             return NOTHING
         return content
@@ -710,7 +705,9 @@ class _Norm:
         if summary.enum is not None:
             candidates = summary.enum
         elif summary.types <= {"null", "boolean"}:
-            candidates = [v for t, v in (("null", None), ("boolean", True), ("boolean", False)) if t in summary.types]
+            candidates = [
+                v for t, v in (("null", None), ("boolean", True), ("boolean", False)) if t in summary.types
+            ]
         else:
             return None
         values: list[Any] = []
@@ -749,7 +746,9 @@ class _Norm:
             if hit is None:
                 parts: list[Node] = [EMPTY] if count >= lo else []
                 if hi is None or count < hi:
-                    parts += [concat(sep, lits[i], more(remaining - {i}, count + 1)) for i in sorted(remaining)]
+                    parts += [
+                        concat(sep, lits[i], more(remaining - {i}, count + 1)) for i in sorted(remaining)
+                    ]
                 hit = alt(*parts) if parts else NOTHING
                 memo[key] = hit
             return hit
@@ -923,8 +922,6 @@ class _Norm:
         taken = [*names, *sorted(self.forbid)]
         if not taken:
             return base if pn is None else pn
-        if not lx.has_ops():
-            return None
         if pn is None:
             direct = other_keys_content(taken, low.limits)
             if direct is not None:
@@ -938,7 +935,6 @@ class _Norm:
         low = self.low
         comps = self.obj
         patterns = [(pat, ploc, p, i) for i, c in enumerate(comps) for pat, ploc, p in c.patterns]
-        any(c.additional is not None for c in comps)
         colon = layout.colon
         if len(patterns) > MAX_PATTERN_REGIONS:
             self._unsupported(
@@ -958,9 +954,6 @@ class _Norm:
         if is_nothing(base_lang):
             return None
         pattern_nodes = [low.pattern_node(pat, p) for pat, _, p, _ in patterns]
-        if patterns and not lx.has_ops():
-            self._unsupported(self.ptr, "patternProperties", "is not supported")
-            return None
         if any(n is None for n in pattern_nodes):
             self._unsupported(self.ptr, "patternProperties", "has a pattern that is not enforced")
             return None
