@@ -29,7 +29,7 @@ from .choices import ChoiceState, finish_reason
 from .config import ServerConfig
 from .constraints import Compiled, ConstraintCache, constraint_spec, tool_mode
 from .engine import Engine, QueueFull, SamplingParams
-from .errors import APIError, error_body, install_error_handlers
+from .errors import APIError, BodyLimit, error_body, install_error_handlers
 from .metrics import ServerMetrics
 from .protocol import (
     AssistantMessage,
@@ -145,7 +145,9 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
             timeout_s=config.compile_timeout_s,
             on_compiled=on_compiled,
         )
-        context = int(getattr(getattr(model.model, "config", None), "max_position_embeddings", 0) or 0)
+        context = int(getattr(eng, "max_len", 0) or 0) or int(
+            getattr(getattr(model.model, "config", None), "max_position_embeddings", 0) or 0
+        )
         holder["state"] = ServerState(
             config, model, eng, cache, metrics, _model_id(model, config), int(time.time()), context
         )
@@ -158,8 +160,9 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
             if own_engine:
                 await run_in_threadpool(eng.shutdown, True)
 
-    app = FastAPI(title="tokensieve", lifespan=lifespan, max_body_size=config.max_body_bytes)
+    app = FastAPI(title="tokensieve", lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

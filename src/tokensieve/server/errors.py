@@ -16,10 +16,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import GrammarError, LimitExceeded, SchemaError, TokensieveError
 
-__all__ = ["APIError", "constraint_error", "error_body", "install_error_handlers"]
+__all__ = ["APIError", "BodyLimit", "constraint_error", "error_body", "install_error_handlers"]
 
 logger = logging.getLogger("tokensieve")
 
@@ -177,3 +178,52 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
     app.add_exception_handler(Exception, on_unexpected)
+
+
+class BodyLimit:
+    """Refuses request bodies over ``max_bytes`` with a 413 in the OpenAI error shape.
+
+    Starlette's own body limit answers in plain text whenever the request
+    declares its length, so this middleware checks ``Content-Length`` first
+    and counts the bytes of bodies sent without one; a body that runs over
+    raises :class:`APIError` inside the route, which the error handlers answer.
+
+    Parameters
+    ----------
+    app
+        The application.
+    max_bytes
+        The largest body accepted.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _error(self) -> APIError:
+        return APIError(
+            413,
+            f"the request body is larger than the limit max_body_bytes={self.max_bytes}",
+            code="request_too_large",
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or ()).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._error().response()(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise self._error()
+            return message
+
+        await self.app(scope, counted, send)
