@@ -12,6 +12,7 @@ that complete it.
 from __future__ import annotations
 
 import codecs
+import functools
 import logging
 import math
 import time
@@ -21,17 +22,13 @@ from typing import Any
 import numpy as np
 
 from ..bitmask import apply_token_bitmask_inplace, bitmask_size
-from ..errors import LimitExceeded, VocabularyError
+from ..errors import LimitExceeded
 from ..matcher import GrammarMatcher
-from .planner import planner_for
+from .sampling import MAX_REJECTIONS, BudgetCheck, choose_token
 
-__all__ = ["GenerationStream", "build_prompt_ids", "generate", "stream_constrained"]
+__all__ = ["MAX_REJECTIONS", "GenerationStream", "build_prompt_ids", "generate", "stream_constrained"]
 
 logger = logging.getLogger("tokensieve")
-
-#: How many sampled tokens may be refused for not fitting the budget before the
-#: output is finished with the planned completion instead.
-MAX_REJECTIONS = 32
 
 NextLogits = Callable[[int | None], Any]
 """Feeds the last chosen token (``None`` first: the prompt) and returns the next logits (1-D tensor)."""
@@ -122,23 +119,10 @@ class GenerationStream(Iterator[str]):
         info = compiled.tokenizer_info
         vocab = info.decoded_vocab
         stops = info.stop_token_set
-        planner = planner_for(compiled)
-        exhaustive = planner.exhaustive
+        budget = BudgetCheck(compiled)
+        planner = budget.planner
         matcher = GrammarMatcher(compiled, terminate_without_stop_token=True)
-
-        needed = planner.tokens_needed(matcher.state, within=self.max_tokens)
-        if needed is None and exhaustive:
-            raise VocabularyError(
-                f"no sequence of the vocabulary's tokens completes {compiled.kind} {compiled.source!r}"
-            )
-        if needed is not None and needed > self.max_tokens:
-            raise LimitExceeded(
-                "max_tokens", self.max_tokens, f"the shortest output of this constraint needs {needed} tokens"
-            )
-
-        def fits(state: int, budget: int) -> bool:
-            n = planner.tokens_needed(state, within=budget)
-            return (not exhaustive) if n is None else n <= budget
+        budget.check_start(matcher.state, self.max_tokens)
 
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         bitmask: np.ndarray | None = None
@@ -164,7 +148,14 @@ class GenerationStream(Iterator[str]):
                     bitmask = np.zeros((1, words), dtype=np.int32)
                 matcher.fill_next_token_bitmask(bitmask, 0)
                 apply_token_bitmask_inplace(logits, bitmask[0])
-                token = self._choose(logits, matcher.state, left, stops, vocab, fits)
+                token = choose_token(
+                    torch,
+                    logits,
+                    temperature=self.temperature,
+                    generator=self._generator,
+                    stops=stops,
+                    fits=functools.partial(budget.token_fits, state=matcher.state, left=left),
+                )
             elapsed = time.perf_counter() - t0
             if last is None:
                 self.prefill_seconds += elapsed
@@ -207,40 +198,6 @@ class GenerationStream(Iterator[str]):
     def _accept(self, matcher: GrammarMatcher, token: int) -> None:
         if not matcher.accept_token(token):  # pragma: no cover - the mask forbids it
             raise RuntimeError(f"token {token} was chosen but the grammar refuses it")
-
-    def _choose(
-        self,
-        logits: Any,
-        state: int,
-        left: int,
-        stops: frozenset[int],
-        vocab: list[bytes],
-        fits: Callable[[int, int], bool],
-    ) -> int | None:
-        """Pick a token that leaves the output completable in ``left - 1`` tokens (``None``: none found)."""
-        torch = self._torch
-        compiled = self.compiled
-        greedy = self.temperature == 0
-        probs = None if greedy else torch.softmax(logits / self.temperature, dim=-1)
-        for _ in range(MAX_REJECTIONS):
-            if probs is None:
-                token = int(torch.argmax(logits))
-                if logits[token] == -math.inf:
-                    return None
-            else:
-                if not float(probs.sum()) > 0.0:
-                    return None
-                token = int(torch.multinomial(probs, 1, generator=self._generator))
-            if token in stops:
-                return token
-            nxt = compiled.step_bytes(state, vocab[token])
-            if nxt >= 0 and fits(nxt, left - 1):
-                return token
-            if probs is None:
-                logits[token] = -math.inf
-            else:
-                probs[token] = 0.0
-        return None
 
 
 def stream_constrained(
