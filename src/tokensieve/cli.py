@@ -20,6 +20,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -168,6 +169,13 @@ def _add_generate(commands: Any) -> None:
             "which decode fastest on one thread, else torch's default)"
         ),
     )
+    model.add_argument(
+        "--weights",
+        choices=("bf16", "int8", "fp32"),
+        default="bf16",
+        help="weight format of Llama-family models: bf16 (default, the fastest here with the same "
+        "greedy outputs), int8 (weight-only, lossy) or fp32 (as loaded)",
+    )
     model.add_argument("--no-chat", action="store_true", help="do not wrap the prompt in the chat template")
     model.add_argument("--system", metavar="TEXT", help="system message (chat models)")
     p.add_argument("-v", "--verbose", action="store_true", help="log timings and details to stderr")
@@ -267,13 +275,15 @@ def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         what = "--schema" if args.schema is not None else "--json"
         raise _UsageError(f"invalid {what}: {exc}") from exc
     except GrammarError as exc:
-        what = "--regex" if args.regex is not None else "--grammar" if args.grammar is not None else "--choices"
+        what = (
+            "--regex" if args.regex is not None else "--grammar" if args.grammar is not None else "--choices"
+        )
         raise _UsageError(f"invalid {what}: {exc}") from exc
 
-    from .runtime import load_model
+    from .runtime import build_prompt_ids, load_model
+    from .runtime.engine import Engine, SamplingParams
 
     loaded = load_model(args.model, cache_dir=args.cache_dir, progress=True)
-    _set_threads(loaded.model, args.threads)
     compiler = loaded.compiler
     if isinstance(choices, tuple) and choices[0] == "grammar":
         _, text, syntax = choices
@@ -285,52 +295,64 @@ def _cmd_generate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> i
         compiled = compiler.compile_regex(args.regex)
     else:
         compiled = compiler.compile_choices(choices)
-    for i in range(args.n):
-        stream = loaded.generate(
-            compiled,
-            prompt,
-            max_tokens=args.max_tokens,
-            temperature=args.temperature,
-            seed=args.seed + i,
-            chat=not args.no_chat,
-            system=args.system,
-        )
-        for piece in stream:
-            stdout.write(piece)
+    try:
+        prompt_ids = build_prompt_ids(loaded.tokenizer, prompt, chat=not args.no_chat, system=args.system)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from exc
+    # every sample decodes in one batch; sample i uses seed + i
+    engine = Engine(
+        loaded,
+        max_batch=min(args.n, MAX_BATCH),
+        max_queue=args.n,
+        threads=args.threads,
+        weights=args.weights,
+        max_len=len(prompt_ids) + args.max_tokens,
+    )
+    logger.info("using %d CPU thread(s), %s weights", engine.threads, engine.weights)
+    try:
+        handles = [
+            engine.submit(
+                prompt_ids,
+                SamplingParams(temperature=args.temperature, max_tokens=args.max_tokens, seed=args.seed + i),
+                compiled,
+            )
+            for i in range(args.n)
+        ]
+        t0 = time.perf_counter()
+        for i, handle in enumerate(handles):
+            for out in handle:
+                if out.text:
+                    stdout.write(out.text)
+                    stdout.flush()
+            if handle.error is not None:
+                raise handle.error
+            stdout.write("\n")
             stdout.flush()
-        stdout.write("\n")
-        stdout.flush()
+            logger.info(
+                "sample %d: %d tokens (%d forced), finish=%s, prompt %d tokens",
+                i,
+                handle.num_output_tokens,
+                handle.forced_tokens,
+                handle.finish_reason,
+                handle.num_prompt_tokens,
+            )
+        elapsed = time.perf_counter() - t0
+        stats = engine.stats()
         logger.info(
-            "sample %d: %d tokens (%d forced), finish=%s, prompt %d tokens in %.2f s, %.1f tokens/s",
-            i,
-            len(stream.token_ids),
-            stream.forced_tokens,
-            stream.finish_reason,
-            stream.num_prompt_tokens,
-            stream.prefill_seconds,
-            stream.tokens_per_second,
+            "%d samples: %d tokens in %.2f s (%.1f tokens/s) in %d model steps",
+            args.n,
+            stats["output_tokens"],
+            elapsed,
+            stats["output_tokens"] / elapsed if elapsed > 0 else 0.0,
+            stats["steps"],
         )
+    finally:
+        engine.shutdown(drain=False)
     return EXIT_OK
 
 
-SMALL_MODEL_PARAMETERS = 500_000_000
-
-
-def _set_threads(model: Any, threads: int | None) -> None:
-    """Run small models on one thread: per-token work is too small to share, and spinning
-    worker threads collapse when other processes use the cores."""
-    import torch
-
-    if threads is None:
-        try:
-            size = sum(int(p.numel()) for p in model.parameters())
-        except Exception:  # pragma: no cover - exotic model objects
-            return
-        if size >= SMALL_MODEL_PARAMETERS:
-            return
-        threads = 1
-    torch.set_num_threads(threads)
-    logger.info("using %d CPU thread(s)", threads)
+#: Most samples of ``generate -n`` decoded at once.
+MAX_BATCH = 16
 
 
 # --------------------------------------------------------------------- main
