@@ -11,6 +11,7 @@ import json
 import math
 import re
 import signal
+import time
 from typing import Any
 
 import httpx
@@ -131,9 +132,48 @@ def test_strict_json_schema_outputs_validate(client: openai.OpenAI) -> None:
             jsonschema.validate(value, schema)
             _named_keys_only(value, schema)  # the schema is silent about additionalProperties: closed
             assert response.usage.completion_tokens <= 40
+            assert choice.model_extra["complete"] is True
             assert (
                 response.usage.total_tokens == response.usage.prompt_tokens + response.usage.completion_tokens
             )
+
+
+def test_output_cut_by_max_tokens_is_still_complete(client: openai.OpenAI) -> None:
+    schema = {"type": "object", "properties": {"story": {"type": "string", "minLength": 40}}, "required": ["story"]}
+    for stream in (False, True):
+        kw: dict[str, Any] = {
+            "response_format": _schema_format(schema),
+            "max_tokens": 12,
+            "seed": 7,
+            "temperature": 1.0,
+        }
+        if stream:
+            text, _, reason, _ = _reassemble(_chat(client, "Tell a long story.", stream=True, **kw))
+        else:
+            choice = _chat(client, "Tell a long story.", **kw).choices[0]
+            text, reason = choice.message.content, choice.finish_reason
+            assert choice.model_extra["complete"] is True
+        assert reason == "length"
+        jsonschema.validate(json.loads(text), schema)
+
+
+def test_disconnected_client_frees_its_slot(client: openai.OpenAI, server: ServerProcess) -> None:
+    def cancelled() -> int:
+        return int(
+            httpx.get(server.base + "/health", timeout=10)
+            .json()["engine"]["finish_reasons"]
+            .get("cancelled", 0)
+        )
+
+    before = cancelled()
+    stream = _chat(client, "Tell a very long story.", max_tokens=400, stream=True, seed=0)
+    for _ in zip(range(3), stream, strict=False):
+        pass
+    stream.close()
+    deadline = time.monotonic() + 20
+    while cancelled() == before:
+        assert time.monotonic() < deadline, "the request went on after its client left"
+        time.sleep(0.2)
 
 
 def test_strict_refuses_what_it_cannot_enforce_and_lenient_reports_it(

@@ -25,7 +25,7 @@ from fastapi.sse import EventSourceResponse, format_sse_event
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
-from .choices import ChoiceState, finish_reason
+from .choices import ChoiceState
 from .config import ServerConfig
 from .constraints import Compiled, ConstraintCache, constraint_spec, tool_mode
 from .engine import Engine, QueueFull, SamplingParams
@@ -362,7 +362,9 @@ async def _respond(
 ) -> Response:
     handles = _submit(s, job)
     vocab = s.loaded.tokenizer_info.decoded_vocab
-    states = [ChoiceState(i, req.stop_list(), job.tools, vocab) for i in range(len(handles))]
+    states = [
+        ChoiceState(i, req.stop_list(), job.tools, vocab, p.max_tokens) for i, p in enumerate(job.params)
+    ]
     rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
     started = time.perf_counter()
     if req.stream:
@@ -395,7 +397,7 @@ async def _respond(
     usage = _usage(s, job, states)
     extra = _extra(job)
     if chat:
-        choices = [_chat_choice(st, h) for st, h in zip(states, handles, strict=False)]
+        choices = [_chat_choice(st, h, job) for st, h in zip(states, handles, strict=False)]
         body: Any = ChatCompletion(
             id=rid, created=int(time.time()), model=s.model_id, choices=choices, usage=usage, **extra
         )
@@ -404,7 +406,7 @@ async def _respond(
             id=rid,
             created=int(time.time()),
             model=s.model_id,
-            choices=[_completion_choice(st, h) for st, h in zip(states, handles, strict=False)],
+            choices=[_completion_choice(st, h, job) for st, h in zip(states, handles, strict=False)],
             usage=usage,
             **extra,
         )
@@ -436,7 +438,14 @@ def _extra(job: _Job) -> dict[str, Any]:
     return {"unenforced": list(job.compiled.unenforced)}
 
 
-def _chat_choice(st: ChoiceState, handle: Any) -> ChatChoice:
+def _choice_extra(st: ChoiceState, job: _Job) -> dict[str, Any]:
+    """``complete``: for a constrained sample, whether its tokens are a whole member of the language."""
+    if job.compiled is None:
+        return {}
+    return {"complete": st.complete(job.compiled.grammar)}
+
+
+def _chat_choice(st: ChoiceState, handle: Any, job: _Job) -> ChatChoice:
     st.read(st.pending(final=True))
     calls = [ToolCall(id=i, function=ToolCallFunction(name=n, arguments=a)) for i, n, a in st.tool_calls]
     content = st.reader.content if st.reader is not None else st.text
@@ -444,12 +453,13 @@ def _chat_choice(st: ChoiceState, handle: Any) -> ChatChoice:
     return ChatChoice(
         index=st.index,
         message=message,
-        finish_reason=finish_reason(handle.finish_reason, bool(calls), st.stopped),
+        finish_reason=st.finish_reason(handle.finish_reason),
         logprobs=ChoiceLogprobs(content=st.logprobs) if st.logprobs else None,
+        **_choice_extra(st, job),
     )
 
 
-def _completion_choice(st: ChoiceState, handle: Any) -> CompletionChoice:
+def _completion_choice(st: ChoiceState, handle: Any, job: _Job) -> CompletionChoice:
     st.pending(final=True)
     logprobs = None
     if st.logprobs:
@@ -466,8 +476,9 @@ def _completion_choice(st: ChoiceState, handle: Any) -> CompletionChoice:
     return CompletionChoice(
         index=st.index,
         text=st.text,
-        finish_reason=finish_reason(handle.finish_reason, False, st.stopped),
+        finish_reason=st.finish_reason(handle.finish_reason),
         logprobs=logprobs,
+        **_choice_extra(st, job),
     )
 
 
@@ -492,8 +503,14 @@ async def _stream_chat(
 ) -> AsyncIterator[bytes]:
     created = int(time.time())
 
-    def chunk(i: int, delta: ChunkDelta, reason: str | None = None, logprobs: Any = None) -> bytes:
-        choice = ChunkChoice(index=i, delta=delta, finish_reason=reason, logprobs=logprobs)
+    def chunk(
+        i: int,
+        delta: ChunkDelta,
+        reason: str | None = None,
+        logprobs: Any = None,
+        extra: dict[str, Any] | None = None,
+    ) -> bytes:
+        choice = ChunkChoice(index=i, delta=delta, finish_reason=reason, logprobs=logprobs, **(extra or {}))
         return _sse(
             ChatCompletionChunk(id=rid, created=created, model=s.model_id, choices=[choice], **_extra(job))
         )
@@ -543,7 +560,8 @@ async def _stream_chat(
             continue
         for delta in deltas(st, st.pending(final=True)):
             yield chunk(i, delta)
-        yield chunk(i, ChunkDelta(), finish_reason(h.finish_reason, bool(st.tool_calls), st.stopped))
+        reason = st.finish_reason(h.finish_reason)
+        yield chunk(i, ChunkDelta(), reason, extra=_choice_extra(st, job))
     if include_usage:
         usage = _usage(s, job, states)
         yield _sse(ChatCompletionChunk(id=rid, created=created, model=s.model_id, choices=[], usage=usage))
@@ -591,8 +609,12 @@ async def _stream_completion(
             except APIError as exc:
                 yield _sse_error(exc)
             continue
-        reason = finish_reason(h.finish_reason, False, st.stopped)
-        yield event(CompletionChoice(index=i, text=st.pending(final=True), finish_reason=reason))
+        reason = st.finish_reason(h.finish_reason)
+        yield event(
+            CompletionChoice(
+                index=i, text=st.pending(final=True), finish_reason=reason, **_choice_extra(st, job)
+            )
+        )
     usage = _usage(s, job, states)
     if include_usage:
         yield _sse(Completion(id=rid, created=created, model=s.model_id, choices=[], usage=usage))

@@ -14,28 +14,7 @@ from typing import Any
 from .protocol import TokenLogprob, TopLogprob
 from .tools import ToolCallReader
 
-__all__ = ["ChoiceState", "finish_reason"]
-
-
-def finish_reason(engine_reason: str | None, has_calls: bool, stopped: bool) -> str:
-    """OpenAI's ``finish_reason`` from the engine's.
-
-    Parameters
-    ----------
-    engine_reason
-        ``"stop"``, ``"length"``, ``"cancelled"`` or ``"error"``.
-    has_calls
-        Whether the output holds tool calls.
-    stopped
-        Whether a stop string ended it.
-    """
-    if has_calls:
-        return "tool_calls"
-    if stopped:
-        return "stop"
-    if engine_reason == "length":
-        return "length"
-    return "stop"
+__all__ = ["ChoiceState"]
 
 
 @dataclass
@@ -52,16 +31,20 @@ class ChoiceState:
         ``None``: plain text; ``"auto"``: text or tool calls; ``"required"``: tool calls.
     vocab
         Token id to bytes (for logprob token strings).
+    max_tokens
+        The sample's token budget.
     """
 
     index: int
     stops: list[str]
     tools: str | None
     vocab: list[bytes]
+    max_tokens: int
     text: str = ""
     emitted: int = 0
     stopped: bool = False
     num_tokens: int = 0
+    token_ids: list[int] = field(default_factory=list)
     logprobs: list[TokenLogprob] = field(default_factory=list)
     reader: ToolCallReader | None = None
 
@@ -79,14 +62,16 @@ class ChoiceState:
         """Take one engine output (ignored once a stop string ended the text)."""
         if self.stopped:
             return
-        self.num_tokens += 1
+        if step.token_id is not None:
+            self.num_tokens += 1
+            self.token_ids.append(int(step.token_id))
         self.text += step.text or ""
         if self.stops:
             cut = min((i for i in (self.text.find(s) for s in self.stops) if i >= 0), default=-1)
             if cut >= 0:
                 self.text = self.text[:cut]
                 self.stopped = True
-        if with_logprobs and step.logprob is not None:
+        if with_logprobs and step.logprob is not None and step.token_id is not None:
             tops = step.top_logprobs or []
             if isinstance(tops, dict):
                 tops = list(tops.items())
@@ -129,6 +114,28 @@ class ChoiceState:
         if self.reader is None:
             return [("content", piece)]
         return self.reader.feed(piece)
+
+    def finish_reason(self, engine_reason: str | None) -> str:
+        """OpenAI's ``finish_reason``: ``tool_calls``, ``stop`` or ``length``.
+
+        ``length`` whenever the budget was used up, also where the engine
+        finished a constrained output with its planned completion (which it
+        reports as ``stop``: nothing could follow).
+        """
+        if self.tool_calls:
+            return "tool_calls"
+        if self.stopped:
+            return "stop"
+        if engine_reason == "length" or self.num_tokens >= self.max_tokens:
+            return "length"
+        return "stop"
+
+    def complete(self, compiled: Any) -> bool:
+        """Whether the output's tokens form a complete member of the constraint's language."""
+        from ..matcher import GrammarMatcher
+
+        matcher = GrammarMatcher(compiled)
+        return all(matcher.accept_token(t) for t in self.token_ids) and matcher.is_completed()
 
     @property
     def tool_calls(self) -> list[tuple[str, str, str]]:

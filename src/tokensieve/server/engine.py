@@ -10,6 +10,6 @@ from __future__ import annotations
 try:
     from ..runtime.engine import Engine, QueueFull, SamplingParams
 except ImportError:  # the runtime's engine is not part of this build yet
-    from ._serial_engine import Engine, QueueFull, SamplingParams
+    from ._serial_engine import Engine, QueueFull, SamplingParams  # type: ignore[assignment]
 
 __all__ = ["Engine", "QueueFull", "SamplingParams"]
