@@ -34,6 +34,9 @@ __all__ = ["WEIGHT_FORMATS", "FastLlama", "supports"]
 #: The weight formats :class:`FastLlama` offers.
 WEIGHT_FORMATS = ("fp32", "bf16", "int8")
 
+#: A row of one token attends over its length rounded up to a multiple of this.
+_SPAN_BUCKET = 64
+
 #: Most rows one matrix product takes at once.
 _MAX_ROWS = 64
 
@@ -276,17 +279,7 @@ class FastLlama:
         positions += torch.repeat_interleave(torch.as_tensor(starts, dtype=torch.long), lengths_t)
         cos = self.cos[positions][:, None, :]  # (tokens, 1, hd)
         sin = self.sin[positions][:, None, :]
-        # each row attends on its own (one call per row): the same computation whatever else is
-        # in the batch, so a sequence decodes to the same tokens alone or batched
-        spans = [starts[i] + lengths[i] for i in range(n)]
-        masks: list[Any] = []
-        for i in range(n):
-            if lengths[i] == 1:
-                masks.append(None)
-                continue
-            allowed = torch.arange(spans[i])[None, :] <= positions[offsets[i] : offsets[i + 1], None]
-            mask = torch.zeros(allowed.shape, dtype=act).masked_fill_(~allowed, -math.inf)
-            masks.append(mask.repeat(group, 1)[None, None])  # (1, 1, group * length, span)
+        plan = self._attention_plan(first_slot, starts, lengths, offsets, positions)
         half = hd // 2
         x = self.embed[tokens].to(torch.float32)  # residual stream in float32
         for layer, k_cache, v_cache in zip(self.layers, self.k_cache, self.v_cache, strict=True):
@@ -297,28 +290,82 @@ class FastLlama:
             qk = qk * cos + rotated * sin
             k_cache[slots, :, positions] = qk[:, heads:].to(act)
             v_cache[slots, :, positions] = qkv[:, (heads + kv_heads) * hd :].reshape(-1, kv_heads, hd).to(act)
-            # the query heads that share a key head go along the query axis
-            q = (
-                qk[:, :heads].to(act).reshape(-1, kv_heads, group, hd).permute(1, 2, 0, 3)
-            )  # (kv, g, tokens, hd)
-            out = torch.empty((len(flat), kv_heads, group, hd), dtype=act)
-            for i in range(n):
-                lo, hi, slot = offsets[i], offsets[i + 1], first_slot + i
-                qi = q[:, :, lo:hi].reshape(1, kv_heads, group * (hi - lo), hd)
-                oi = torch.nn.functional.scaled_dot_product_attention(
-                    qi,
-                    k_cache[slot : slot + 1, :, : spans[i]],
-                    v_cache[slot : slot + 1, :, : spans[i]],
-                    attn_mask=masks[i],
-                    scale=self._scale,
-                )
-                out[lo:hi] = oi.reshape(kv_heads, group, hi - lo, hd).permute(2, 0, 1, 3)
+            # the query heads that share a key head go along the query axis: (tokens, kv, group, hd)
+            q = qk[:, :heads].to(act).reshape(-1, kv_heads, group, hd)
+            out = self._attend(plan, q, k_cache, v_cache)
             x = x + layer.o(out.reshape(-1, heads * hd)).to(torch.float32)
             h = _rms_norm(torch, x, layer.norm2, self.eps).to(act)
             gate, up = layer.gate_up(h).chunk(2, dim=-1)
             x = x + layer.down(torch.nn.functional.silu(gate) * up).to(torch.float32)
         final = _rms_norm(torch, x[ends - 1], self.final_norm, self.eps).to(act)
         return self.lm_head(final).to(torch.float32)
+
+    def _attention_plan(
+        self, first_slot: int, starts: list[int], lengths: list[int], offsets: list[int], positions: Any
+    ) -> list[tuple[Any, Any, Any, Any]]:
+        """How the rows attend, the same for every layer: ``(query rows, slots, span, mask)`` per call.
+
+        Every row's attention is computed the same way whatever else is in the batch, so a
+        sequence decodes to the same tokens alone or batched: a row of one token attends over
+        its length rounded up to a multiple of :data:`_SPAN_BUCKET` (the positions past its own
+        masked), in one call with the other such rows of the same rounded length; a row of
+        several tokens (a prompt, or jump-forward tokens) attends on its own.
+        """
+        torch = self._torch
+        group = self.num_heads // self.num_kv_heads
+        act = self.act_dtype
+        plan: list[tuple[Any, Any, Any, Any]] = []
+        buckets: dict[int, list[int]] = {}
+        for i, length in enumerate(lengths):
+            if length == 1:
+                span = min(-(-(starts[i] + 1) // _SPAN_BUCKET) * _SPAN_BUCKET, self.max_len)
+                buckets.setdefault(span, []).append(i)
+                continue
+            span = starts[i] + length
+            allowed = torch.arange(span)[None, :] <= positions[offsets[i] : offsets[i + 1], None]
+            mask = torch.zeros(allowed.shape, dtype=act).masked_fill_(~allowed, -math.inf)
+            # queries ordered (kv head, group, token): the mask repeats for each group member
+            plan.append(
+                (
+                    slice(offsets[i], offsets[i + 1]),
+                    slice(first_slot + i, first_slot + i + 1),
+                    span,
+                    mask.repeat(group, 1),
+                )
+            )
+        for span, rows in buckets.items():
+            index = torch.as_tensor([offsets[i] for i in rows], dtype=torch.long)
+            slots = [first_slot + i for i in rows]
+            where: Any = (
+                slice(slots[0], slots[-1] + 1)
+                if slots == list(range(slots[0], slots[-1] + 1))
+                else torch.as_tensor(slots, dtype=torch.long)
+            )
+            pos = torch.as_tensor([starts[i] for i in rows], dtype=torch.long)
+            allowed = torch.arange(span)[None, :] <= pos[:, None]  # (rows, span)
+            mask = torch.zeros(allowed.shape, dtype=act).masked_fill_(~allowed, -math.inf)
+            plan.append((index, where, span, mask[:, None, None, :].expand(len(rows), 1, group, span)))
+        return plan
+
+    def _attend(self, plan: list[tuple[Any, Any, Any, Any]], q: Any, k_cache: Any, v_cache: Any) -> Any:
+        """Attention output ``(tokens, kv, group, hd)`` for queries ``q`` of the same layout."""
+        torch = self._torch
+        tokens, kv_heads, group, hd = q.shape
+        out = torch.empty_like(q)
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        for rows, slots, span, mask in plan:
+            keys = k_cache[slots, :, :span]
+            values = v_cache[slots, :, :span]
+            if isinstance(rows, slice):  # one row of several tokens
+                count = rows.stop - rows.start
+                qi = q[rows].permute(1, 2, 0, 3).reshape(1, kv_heads, group * count, hd)
+                oi = sdpa(qi, keys, values, attn_mask=mask[None, None], scale=self._scale)
+                out[rows] = oi.reshape(kv_heads, group, count, hd).permute(2, 0, 1, 3)
+            else:  # one token for each of several rows
+                if keys.dim() == 3:  # pragma: no cover - a single slot indexed by a tensor
+                    keys, values = keys[None], values[None]
+                out[rows] = sdpa(q[rows], keys, values, attn_mask=mask, scale=self._scale)
+        return out
 
 
 def _rms_norm(torch: Any, x: Any, weight: Any, eps: float) -> Any:
