@@ -137,6 +137,7 @@ class Engine:
         info = model.tokenizer_info
         self._vocab = info.decoded_vocab
         self._stops = info.stop_token_set
+        self._stop_ids = sorted(t for t in self._stops if t < int(self.runner.vocab_size))
         self._width = max(int(self.runner.vocab_size), int(info.vocab_size))
         self._bitmask = np.zeros((self.max_batch, bitmask_size(self._width)), dtype=np.int32)
         self._batch_matcher = BatchGrammarMatcher(max_threads=1)
@@ -426,6 +427,8 @@ class Engine:
         logprob = top = None
         if params.logprobs or params.top_logprobs:
             lp = torch.log_softmax(logits, dim=-1)
+        if params.ignore_eos and row.matcher is None:
+            logits[self._stop_ids] = -float("inf")
         fits = None
         if row.matcher is not None and row.budget is not None:
             fits = functools.partial(row.budget.token_fits, state=row.matcher.state, left=left)

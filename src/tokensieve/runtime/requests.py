@@ -51,6 +51,9 @@ class SamplingParams:
         Report each chosen token's log-probability.
     top_logprobs
         Also report this many most likely tokens with their log-probabilities.
+    ignore_eos
+        Never choose a stop token (unconstrained requests only; for
+        benchmarks that need outputs of a fixed length).
 
     Notes
     -----
@@ -70,6 +73,7 @@ class SamplingParams:
     stop: list[str] = field(default_factory=list)
     logprobs: bool = False
     top_logprobs: int = 0
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         t = self.temperature
