@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 
 PROCESSOR = "tokensieve.integrations.vllm:LogitsProcessor"
+#: An explicit KV cache (46 KB a token for this model: 23k tokens). On the CPU, vLLM otherwise
+#: reserves gpu_memory_utilization of all RAM and refuses to start when that much is not free.
+KV_CACHE_BYTES = 1 << 30
 
 
 @pytest.fixture(scope="session")
@@ -26,9 +29,9 @@ def model_dir() -> Path:
     return convert_model(progress=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def llm(model_dir: Path) -> Iterator[Any]:
-    """The engine, with at most 4 rows a step, so a longer list of requests comes and goes through the batch."""
+    """The engine (once per module that uses it), with at most 4 rows a step, so a longer list of requests comes and goes through the batch."""
     from vllm import LLM
 
     engine = LLM(
@@ -37,7 +40,7 @@ def llm(model_dir: Path) -> Iterator[Any]:
         enforce_eager=True,
         max_model_len=1024,
         max_num_seqs=4,
-        gpu_memory_utilization=0.3,
+        kv_cache_memory_bytes=KV_CACHE_BYTES,
         seed=0,
         logits_processors=[PROCESSOR],
     )
