@@ -139,7 +139,11 @@ def test_strict_json_schema_outputs_validate(client: openai.OpenAI) -> None:
 
 
 def test_output_cut_by_max_tokens_is_still_complete(client: openai.OpenAI) -> None:
-    schema = {"type": "object", "properties": {"story": {"type": "string", "minLength": 40}}, "required": ["story"]}
+    schema = {
+        "type": "object",
+        "properties": {"story": {"type": "string", "minLength": 40}},
+        "required": ["story"],
+    }
     for stream in (False, True):
         kw: dict[str, Any] = {
             "response_format": _schema_format(schema),

@@ -25,10 +25,11 @@ from fastapi.sse import EventSourceResponse, format_sse_event
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
+from ..errors import TokensieveError
+from ..runtime.engine import Engine, QueueFull, SamplingParams
 from .choices import ChoiceState
 from .config import ServerConfig
 from .constraints import Compiled, ConstraintCache, constraint_spec, tool_mode
-from .engine import Engine, QueueFull, SamplingParams
 from .errors import APIError, BodyLimit, error_body, install_error_handlers
 from .metrics import ServerMetrics
 from .protocol import (
@@ -125,8 +126,9 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
                 load_model, config.model, cache_dir=config.cache_dir, progress=True
             )
         own_engine = engine is None
+        options: dict[str, Any] = {} if config.weights is None else {"weights": config.weights}
         eng = engine or Engine(
-            model, max_batch=config.max_batch, max_queue=config.max_queue, threads=config.threads
+            model, max_batch=config.max_batch, max_queue=config.max_queue, threads=config.threads, **options
         )
         metrics = ServerMetrics(eng.stats)
 
@@ -292,7 +294,22 @@ async def _prepare(
         s.metrics.constrained.labels(spec.kind).inc()
     temperature = 1.0 if req.temperature is None else req.temperature
     top_p = 1.0 if req.top_p is None else req.top_p
-    params = [
+    try:
+        params = _sampling(req, temperature, top_p, budget, logprobs, top_logprobs)
+    except ValueError as exc:
+        raise APIError(400, f"invalid sampling parameters: {exc}", code="invalid_request") from None
+    return _Job(prompt, params, compiled, None, logprobs)
+
+
+def _sampling(
+    req: ChatCompletionRequest | CompletionRequest,
+    temperature: float,
+    top_p: float,
+    budget: int,
+    logprobs: bool,
+    top_logprobs: int,
+) -> list[SamplingParams]:
+    return [
         SamplingParams(
             temperature=temperature,
             top_p=top_p,
@@ -304,7 +321,6 @@ async def _prepare(
         )
         for i in range(req.n)
     ]
-    return _Job(prompt, params, compiled, None, logprobs)
 
 
 def _submit(s: ServerState, job: _Job) -> list[Any]:
@@ -313,15 +329,18 @@ def _submit(s: ServerState, job: _Job) -> list[Any]:
     try:
         for params in job.params:
             handles.append(s.engine.submit(job.prompt_ids, params, grammar))
-    except QueueFull:
+    except (TokensieveError, ValueError) as exc:
         for h in handles:
             h.cancel()
-        raise APIError(
-            429,
-            "the server is busy: its request queue is full; retry later",
-            code="queue_full",
-            headers={"Retry-After": str(s.config.retry_after_s)},
-        ) from None
+        if isinstance(exc, QueueFull):
+            raise APIError(
+                429,
+                "the server is busy: its request queue is full; retry later",
+                code="queue_full",
+                headers={"Retry-After": str(s.config.retry_after_s)},
+            ) from None
+        param = "max_tokens" if getattr(exc, "limit", None) == "max_tokens" else None
+        raise APIError(400, str(exc), param=param, code="invalid_request") from None
     return handles
 
 

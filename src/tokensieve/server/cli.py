@@ -54,6 +54,11 @@ def add_serve_parser(commands: Any) -> None:
     p.add_argument(
         "--threads", type=int, metavar="N", help="CPU threads for the model (default: 1 for small models)"
     )
+    p.add_argument(
+        "--weights",
+        choices=("bf16", "int8", "fp32"),
+        help="weight format of the batch engine's forward pass (default: bf16)",
+    )
     p.add_argument("--cache-dir", metavar="DIR", help="where converted models and compiled grammars are kept")
     p.add_argument("--api-key", metavar="KEY", help="bearer token every /v1/ request must carry")
     limits = p.add_argument_group("limits")
@@ -130,6 +135,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         default_max_tokens=args.default_max_tokens,
         compile_timeout_s=args.compile_timeout,
         closed_objects=not args.open_objects,
+        weights=args.weights,
     )
 
 

@@ -48,6 +48,9 @@ class ServerConfig:
         opts out).
     retry_after_s
         The ``Retry-After`` of a 429.
+    weights
+        The engine's weight format (``"bf16"``, ``"int8"`` or ``"fp32"``;
+        ``None``: the engine's default).
     """
 
     model: str | None = None
@@ -66,3 +69,4 @@ class ServerConfig:
     compile_workers: int = 2
     closed_objects: bool = True
     retry_after_s: int = 1
+    weights: str | None = None
