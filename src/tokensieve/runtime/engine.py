@@ -39,7 +39,7 @@ from ..matcher import BatchGrammarMatcher, GrammarMatcher
 from .model import LoadedModel
 from .requests import QueueFull, RequestHandle, SamplingParams, StepOutput
 from .runner import DEFAULT_WEIGHTS, make_runner
-from .sampling import BudgetCheck, choose_token
+from .sampling import BudgetCheck, choose_token, draw_rows
 
 __all__ = ["DEFAULT_MAX_LEN", "Engine", "QueueFull", "RequestHandle", "SamplingParams", "StepOutput"]
 
@@ -58,7 +58,9 @@ SMALL_MODEL_PARAMETERS = 500_000_000
 class _Row:
     """A request's decoding state inside the engine."""
 
-    def __init__(self, handle: RequestHandle, prompt: list[int], params: SamplingParams, constraint: Any) -> None:
+    def __init__(
+        self, handle: RequestHandle, prompt: list[int], params: SamplingParams, constraint: Any
+    ) -> None:
         import torch
 
         self.handle = handle
@@ -153,7 +155,9 @@ class Engine:
         self._thread.start()
 
     # ------------------------------------------------------------------ API
-    def submit(self, prompt_ids: Sequence[int], params: SamplingParams, constraint: Any = None) -> RequestHandle:
+    def submit(
+        self, prompt_ids: Sequence[int], params: SamplingParams, constraint: Any = None
+    ) -> RequestHandle:
         """Queue a request.
 
         Parameters
@@ -191,7 +195,9 @@ class Engine:
             raise VocabularyError("the prompt has no tokens")
         bad = [t for t in prompt if not 0 <= t < self._width]
         if bad:
-            raise VocabularyError(f"prompt token id {bad[0]} is outside the vocabulary (0..{self._width - 1})")
+            raise VocabularyError(
+                f"prompt token id {bad[0]} is outside the vocabulary (0..{self._width - 1})"
+            )
         if len(prompt) + params.max_tokens > self.max_len:
             raise LimitExceeded(
                 "max_len",
@@ -376,7 +382,9 @@ class Engine:
                     self.runner.forward(0, [r.pending for r in rows[:old]], [r.length for r in rows[:old]])
                 )
             if len(rows) > old:
-                parts.append(self.runner.forward(old, [r.pending for r in rows[old:]], [0] * (len(rows) - old)))
+                parts.append(
+                    self.runner.forward(old, [r.pending for r in rows[old:]], [0] * (len(rows) - old))
+                )
         finally:
             if masks is not None:
                 masks.result()
@@ -394,12 +402,27 @@ class Engine:
         with self._cond:
             self._stats["steps"] += 1
             self._batch_sizes[len(rows)] += 1
+        logprobs = {
+            i: torch.log_softmax(logits[i], dim=-1)
+            for i, row in enumerate(rows)
+            if row.params.logprobs or row.params.top_logprobs
+        }
+        for i, row in enumerate(rows):
+            if row.params.ignore_eos and row.matcher is None:
+                logits[i, self._stop_ids] = -float("inf")
+        first = draw_rows(
+            torch,
+            logits,
+            [r.params.temperature for r in rows],
+            [r.params.top_p for r in rows],
+            [r.generator for r in rows],
+        )
         for i, row in enumerate(rows):
             if row.handle.cancel_requested:
                 self._finish(row, "cancelled", [])
                 continue
             try:
-                self._advance(row, logits[i])
+                self._advance(row, logits[i], first[i], logprobs.get(i))
             except Exception as exc:
                 logger.exception("a request failed")
                 self._finish(row, "error", [], exc)
@@ -419,32 +442,31 @@ class Engine:
                     i += 1
 
     # ------------------------------------------------------------ sampling
-    def _advance(self, row: _Row, logits: Any) -> None:
-        """Pick the row's next token (and any forced ones after it), publish, maybe finish."""
+    def _advance(self, row: _Row, logits: Any, token: int | None, lp: Any) -> None:
+        """Take the row's drawn token (or another that fits its budget), any forced ones after it; publish."""
         torch = self._torch
         params = row.params
         left = params.max_tokens - len(row.handle.token_ids)
         logprob = top = None
-        if params.logprobs or params.top_logprobs:
-            lp = torch.log_softmax(logits, dim=-1)
-        if params.ignore_eos and row.matcher is None:
-            logits[self._stop_ids] = -float("inf")
         fits = None
         if row.matcher is not None and row.budget is not None:
             fits = functools.partial(row.budget.token_fits, state=row.matcher.state, left=left)
-        token = choose_token(
-            torch,
-            logits,
-            temperature=params.temperature,
-            generator=row.generator,
-            stops=self._stops,
-            fits=fits,
-            top_p=params.top_p,
-        )
+        if token is not None and fits is not None and token not in self._stops and not fits(token):
+            # the drawn token leaves the output unfinishable in time: draw again without it
+            logits[token] = -float("inf")
+            token = choose_token(
+                torch,
+                logits,
+                temperature=params.temperature,
+                generator=row.generator,
+                stops=self._stops,
+                fits=fits,
+                top_p=params.top_p,
+            )
         if token is None:
             self._complete_by_plan(row, left)
             return
-        if params.logprobs or params.top_logprobs:
+        if lp is not None:
             logprob = float(lp[token])
             if params.top_logprobs:
                 values, ids = torch.topk(lp, params.top_logprobs)
@@ -468,7 +490,9 @@ class Engine:
                 if room < 1 or not row.budget.token_fits(forced, matcher.state, room):
                     break
                 top_forced = [(forced, 0.0)] if params.top_logprobs else None
-                outputs.append(self._take(row, forced, 0.0 if params.logprobs else None, top_forced, forced=True))
+                outputs.append(
+                    self._take(row, forced, 0.0 if params.logprobs else None, top_forced, forced=True)
+                )
                 if row.ending is not None:
                     break
         if row.ending is not None:
@@ -613,4 +637,3 @@ def run_batch(
     for handle in handles:
         handle.result()
     return handles
-

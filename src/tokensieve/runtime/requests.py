@@ -229,7 +229,9 @@ class RequestHandle:
         )
 
     # ------------------------------------------------- engine side (one thread)
-    def _publish(self, outputs: list[StepOutput], finish: str | None = None, error: BaseException | None = None) -> None:
+    def _publish(
+        self, outputs: list[StepOutput], finish: str | None = None, error: BaseException | None = None
+    ) -> None:
         with self._cond:
             self._outputs.extend(outputs)
             if finish is not None and self.finish_reason is None:

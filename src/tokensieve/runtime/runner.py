@@ -81,7 +81,9 @@ class TransformersRunner:
             for i, (chunk, start) in enumerate(zip(chunks, starts, strict=True)):
                 slot = first_slot + i
                 if start + len(chunk) > self.max_len:
-                    raise ValueError(f"a sequence of {start + len(chunk)} tokens exceeds max_len={self.max_len}")
+                    raise ValueError(
+                        f"a sequence of {start + len(chunk)} tokens exceeds max_len={self.max_len}"
+                    )
                 past = None if start == 0 else self._past[slot]
                 ids = torch.tensor([list(chunk)], dtype=torch.long, device=device)
                 out = self.model(input_ids=ids, past_key_values=past, use_cache=True)
@@ -123,5 +125,7 @@ def make_runner(model: Any, *, weights: str | None, max_slots: int, max_len: int
     if supports(model):
         return FastLlama(model, weights=weights or DEFAULT_WEIGHTS, max_slots=max_slots, max_len=max_len)
     if weights not in (None, "fp32"):
-        logger.warning("weights=%s is offered for Llama-family models only; running the model as loaded", weights)
+        logger.warning(
+            "weights=%s is offered for Llama-family models only; running the model as loaded", weights
+        )
     return TransformersRunner(model, max_slots=max_slots, max_len=max_len)

@@ -7,19 +7,19 @@ sequence's own ``torch.Generator``, so a seed gives the same tokens however
 the sequence is batched. A constrained sequence only takes a token after which
 its output can still be completed within the tokens left (see
 :mod:`tokensieve.runtime.planner`); a refused token is removed and another is
-drawn, up to :data:`MAX_REJECTIONS` times.
+drawn (without replacement), up to :data:`MAX_REJECTIONS` times.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import LimitExceeded, VocabularyError
 from .planner import planner_for
 
-__all__ = ["MAX_REJECTIONS", "BudgetCheck", "budget_check", "choose_token"]
+__all__ = ["MAX_REJECTIONS", "BudgetCheck", "budget_check", "choose_token", "draw_rows"]
 
 #: How many sampled tokens may be refused for not fitting the budget before the
 #: output is finished with the planned completion instead.
@@ -43,7 +43,7 @@ def choose_token(
     torch
         The torch module.
     logits
-        float32 1-D tensor; changed in place (refused tokens are set to -inf).
+        float32 1-D tensor (not changed).
     temperature
         0 for greedy; otherwise the softmax temperature.
     generator
@@ -62,28 +62,78 @@ def choose_token(
     int or None
         ``None`` when every allowed token was refused or none is left.
     """
-    greedy = temperature == 0
-    probs = None
-    if not greedy:
+    if temperature == 0:
+        keys = logits
+    else:
         probs = torch.softmax(logits / temperature, dim=-1)
         if top_p < 1.0:
             probs = _nucleus(torch, probs, top_p)
-    for _ in range(MAX_REJECTIONS):
-        if probs is None:
-            token = int(torch.argmax(logits))
-            if logits[token] == -math.inf:
-                return None
-        else:
-            if not float(probs.sum()) > 0.0:
-                return None
-            token = int(torch.multinomial(probs, 1, generator=generator))
+        # sampling without replacement, all candidates at once: the largest p / Exp(1)
+        # come in the order successive draws that remove each refused token would give
+        keys = probs / torch.empty_like(probs).exponential_(generator=generator)
+    values, order = torch.topk(keys, min(MAX_REJECTIONS, int(keys.shape[-1])))
+    for value, token in zip(values.tolist(), order.tolist(), strict=True):
+        if value == -math.inf or (temperature != 0 and not value > 0.0):
+            return None
         if token in stops or fits is None or fits(token):
             return token
-        if probs is None:
-            logits[token] = -math.inf
-        else:
-            probs[token] = 0.0
     return None
+
+
+def draw_rows(
+    torch: Any,
+    logits: Any,
+    temperatures: Sequence[float],
+    top_ps: Sequence[float],
+    generators: Sequence[Any],
+) -> list[int | None]:
+    """One token per row of ``(rows, vocab)`` logits, all rows at once.
+
+    Rows at temperature 0 take their argmax; the others draw by inverting the
+    softmax's cumulative sum at one uniform number from the row's own
+    generator. Every operation works row by row, so a row's token does not
+    depend on the other rows. The caller checks the token against the
+    row's budget and falls back to :func:`choose_token` when it does not fit.
+
+    Parameters
+    ----------
+    torch
+        The torch module.
+    logits
+        float32 ``(rows, vocab)``, masked already (not changed).
+    temperatures, top_ps, generators
+        Each row's sampling parameters and ``torch.Generator``.
+
+    Returns
+    -------
+    list of int or None
+        ``None`` for a row with nothing allowed.
+    """
+    n = int(logits.shape[0])
+    out: list[int | None] = [None] * n
+    greedy = [i for i in range(n) if temperatures[i] == 0]
+    sampled = [i for i in range(n) if temperatures[i] != 0]
+    if greedy:
+        sub = logits[torch.as_tensor(greedy)]
+        best = torch.argmax(sub, dim=-1)
+        values = sub.gather(1, best[:, None])[:, 0]
+        for j, i in enumerate(greedy):
+            out[i] = int(best[j]) if bool(values[j] > -math.inf) else None
+    if sampled:
+        temps = torch.as_tensor([float(temperatures[i]) for i in sampled], dtype=torch.float32)[:, None]
+        probs = torch.softmax(logits[torch.as_tensor(sampled)] / temps, dim=-1)
+        for j, i in enumerate(sampled):
+            if top_ps[i] < 1.0:
+                probs[j] = _nucleus(torch, probs[j], float(top_ps[i]))
+        cdf = torch.cumsum(probs, dim=-1)
+        total = cdf[:, -1]
+        u = torch.cat([torch.rand(1, generator=generators[i]) for i in sampled])
+        tokens = torch.searchsorted(cdf, (u * total)[:, None], right=True)[:, 0].clamp_(max=cdf.shape[1] - 1)
+        picked = probs.gather(1, tokens[:, None])[:, 0]
+        for j, i in enumerate(sampled):
+            ok = bool(total[j] > 0) and bool(picked[j] > 0)
+            out[i] = int(tokens[j]) if ok else None
+    return out
 
 
 def _nucleus(torch: Any, probs: Any, top_p: float) -> Any:
