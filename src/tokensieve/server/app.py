@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.sse import EventSourceResponse, format_sse_event
+from fastapi.sse import EventSourceResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
@@ -29,62 +27,21 @@ from ..errors import TokensieveError
 from ..runtime.engine import Engine, QueueFull, SamplingParams
 from .choices import ChoiceState
 from .config import ServerConfig
-from .constraints import Compiled, ConstraintCache, constraint_spec, tool_mode
-from .errors import APIError, BodyLimit, error_body, install_error_handlers
+from .constraints import ConstraintCache, constraint_spec, tool_mode
+from .errors import APIError, BodyLimit, install_error_handlers
 from .metrics import ServerMetrics
 from .protocol import (
-    AssistantMessage,
-    ChatChoice,
-    ChatCompletion,
-    ChatCompletionChunk,
     ChatCompletionRequest,
-    ChoiceLogprobs,
-    ChunkChoice,
-    ChunkDelta,
-    Completion,
-    CompletionChoice,
-    CompletionLogprobs,
     CompletionRequest,
     ModelCard,
     ModelList,
-    ToolCall,
-    ToolCallDelta,
-    ToolCallFunction,
-    Usage,
 )
+from .responses import Decoding, Job, ServerState, stream_chat, stream_completion
 from .tools import chat_messages
 
 __all__ = ["ServerState", "create_app"]
 
 logger = logging.getLogger("tokensieve")
-
-#: Response header listing what of a lenient constraint is not enforced (JSON list).
-UNENFORCED_HEADER = "X-Tokensieve-Unenforced"
-
-
-@dataclass
-class ServerState:
-    """What the routes share: the model, the engine, the constraint cache, the metrics."""
-
-    config: ServerConfig
-    loaded: Any
-    engine: Any
-    constraints: ConstraintCache
-    metrics: ServerMetrics
-    model_id: str
-    created: int
-    context_length: int
-
-
-@dataclass
-class _Job:
-    """A request after validation: its prompt, samples and constraint."""
-
-    prompt_ids: list[int]
-    params: list[SamplingParams]
-    compiled: Compiled | None
-    tools: str | None
-    logprobs: bool
 
 
 def _model_id(loaded: Any, config: ServerConfig) -> str:
@@ -257,7 +214,7 @@ async def _prepare(
     max_tokens: int | None,
     logprobs: bool,
     top_logprobs: int,
-) -> _Job:
+) -> Job:
     cfg = s.config
     if req.n > cfg.max_n:
         raise APIError(
@@ -298,7 +255,7 @@ async def _prepare(
         params = _sampling(req, temperature, top_p, budget, logprobs, top_logprobs)
     except ValueError as exc:
         raise APIError(400, f"invalid sampling parameters: {exc}", code="invalid_request") from None
-    return _Job(prompt, params, compiled, None, logprobs)
+    return Job(prompt, params, compiled, None, logprobs)
 
 
 def _sampling(
@@ -323,7 +280,7 @@ def _sampling(
     ]
 
 
-def _submit(s: ServerState, job: _Job) -> list[Any]:
+def _submit(s: ServerState, job: Job) -> list[Any]:
     handles: list[Any] = []
     grammar = None if job.compiled is None else job.compiled.grammar
     try:
@@ -344,53 +301,19 @@ def _submit(s: ServerState, job: _Job) -> list[Any]:
     return handles
 
 
-def _headers(job: _Job) -> dict[str, str]:
-    if job.compiled is None or not job.compiled.unenforced:
-        return {}
-    return {UNENFORCED_HEADER: json.dumps(list(job.compiled.unenforced))}
-
-
-async def _merged(handles: list[Any]) -> AsyncIterator[tuple[int, Any]]:
-    """(sample index, step) from every handle as they come; (index, None) when one ends."""
-    queue: asyncio.Queue[tuple[int, Any]] = asyncio.Queue()
-
-    async def pump(i: int, h: Any) -> None:
-        try:
-            async for step in h:
-                await queue.put((i, step))
-        finally:
-            await queue.put((i, None))
-
-    tasks = [asyncio.create_task(pump(i, h)) for i, h in enumerate(handles)]
-    try:
-        left = len(handles)
-        while left:
-            item = await queue.get()
-            if item[1] is None:
-                left -= 1
-            yield item
-    finally:
-        for t in tasks:
-            t.cancel()
-        for h in handles:
-            h.cancel()
-
-
 async def _respond(
-    s: ServerState, req: ChatCompletionRequest | CompletionRequest, request: Request, job: _Job, *, chat: bool
+    s: ServerState, req: ChatCompletionRequest | CompletionRequest, request: Request, job: Job, *, chat: bool
 ) -> Response:
     handles = _submit(s, job)
     vocab = s.loaded.tokenizer_info.decoded_vocab
-    states = [
+    choices = [
         ChoiceState(i, req.stop_list(), job.tools, vocab, p.max_tokens) for i, p in enumerate(job.params)
     ]
-    rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-    started = time.perf_counter()
+    d = Decoding(s, job, handles, choices, ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex)
     if req.stream:
-        stream = _stream_chat if chat else _stream_completion
         include_usage = bool(req.stream_options and req.stream_options.include_usage)
-        events = stream(s, rid, handles, states, job, include_usage, started)
-        return EventSourceResponse(events, headers=_headers(job))
+        events = (stream_chat if chat else stream_completion)(d, include_usage)
+        return EventSourceResponse(events, headers=job.headers())
 
     async def watch() -> None:
         while not await request.is_disconnected():
@@ -399,242 +322,12 @@ async def _respond(
             h.cancel()
 
     watcher = asyncio.create_task(watch())
-    first = True
     try:
-        async for i, step in _merged(handles):
-            if step is None:
-                continue
-            if first:
-                s.metrics.time_to_first_token.observe(time.perf_counter() - started)
-                first = False
-            states[i].add(step, with_logprobs=job.logprobs)
-            if states[i].stopped:
-                handles[i].cancel()
+        async for _ in d.steps():
+            pass
     finally:
         watcher.cancel()
-    _raise_errors(handles)
-    usage = _usage(s, job, states)
-    extra = _extra(job)
-    if chat:
-        choices = [_chat_choice(st, h, job) for st, h in zip(states, handles, strict=False)]
-        body: Any = ChatCompletion(
-            id=rid, created=int(time.time()), model=s.model_id, choices=choices, usage=usage, **extra
-        )
-    else:
-        body = Completion(
-            id=rid,
-            created=int(time.time()),
-            model=s.model_id,
-            choices=[_completion_choice(st, h, job) for st, h in zip(states, handles, strict=False)],
-            usage=usage,
-            **extra,
-        )
+    body = d.body(chat)
     return Response(
-        body.model_dump_json(exclude_none=True), media_type="application/json", headers=_headers(job)
+        body.model_dump_json(exclude_none=True), media_type="application/json", headers=job.headers()
     )
-
-
-def _raise_errors(handles: list[Any]) -> None:
-    for h in handles:
-        if h.finish_reason == "error":
-            err = h.error
-            if err is not None and hasattr(err, "limit"):
-                raise APIError(400, f"generation failed: {err}", param="max_tokens", code="limit_exceeded")
-            raise APIError(500, f"generation failed: {err}", code="generation_error")
-
-
-def _usage(s: ServerState, job: _Job, states: list[ChoiceState]) -> Usage:
-    completion = sum(st.num_tokens for st in states)
-    s.metrics.prompt_tokens.inc(len(job.prompt_ids))
-    s.metrics.completion_tokens.inc(completion)
-    prompt = len(job.prompt_ids)
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
-
-
-def _extra(job: _Job) -> dict[str, Any]:
-    if job.compiled is None or not job.compiled.unenforced:
-        return {}
-    return {"unenforced": list(job.compiled.unenforced)}
-
-
-def _choice_extra(st: ChoiceState, job: _Job) -> dict[str, Any]:
-    """``complete``: for a constrained sample, whether its tokens are a whole member of the language."""
-    if job.compiled is None:
-        return {}
-    return {"complete": st.complete(job.compiled.grammar)}
-
-
-def _chat_choice(st: ChoiceState, handle: Any, job: _Job) -> ChatChoice:
-    st.read(st.pending(final=True))
-    calls = [ToolCall(id=i, function=ToolCallFunction(name=n, arguments=a)) for i, n, a in st.tool_calls]
-    content = st.reader.content if st.reader is not None else st.text
-    message = AssistantMessage(content=None if calls and not content else content, tool_calls=calls or None)
-    return ChatChoice(
-        index=st.index,
-        message=message,
-        finish_reason=st.finish_reason(handle.finish_reason),
-        logprobs=ChoiceLogprobs(content=st.logprobs) if st.logprobs else None,
-        **_choice_extra(st, job),
-    )
-
-
-def _completion_choice(st: ChoiceState, handle: Any, job: _Job) -> CompletionChoice:
-    st.pending(final=True)
-    logprobs = None
-    if st.logprobs:
-        offsets, at = [], 0
-        for lp in st.logprobs:
-            offsets.append(at)
-            at += len(lp.token)
-        logprobs = CompletionLogprobs(
-            tokens=[lp.token for lp in st.logprobs],
-            token_logprobs=[lp.logprob for lp in st.logprobs],
-            top_logprobs=[{t.token: t.logprob for t in lp.top_logprobs} for lp in st.logprobs],
-            text_offset=offsets,
-        )
-    return CompletionChoice(
-        index=st.index,
-        text=st.text,
-        finish_reason=st.finish_reason(handle.finish_reason),
-        logprobs=logprobs,
-        **_choice_extra(st, job),
-    )
-
-
-def _sse(model: Any) -> bytes:
-    return format_sse_event(data_str=model.model_dump_json(exclude_none=True))
-
-
-def _sse_error(exc: APIError) -> bytes:
-    return format_sse_event(
-        data_str=json.dumps(error_body(exc.status, exc.message, param=exc.param, code=exc.code))
-    )
-
-
-async def _stream_chat(
-    s: ServerState,
-    rid: str,
-    handles: list[Any],
-    states: list[ChoiceState],
-    job: _Job,
-    include_usage: bool,
-    started: float,
-) -> AsyncIterator[bytes]:
-    created = int(time.time())
-
-    def chunk(
-        i: int,
-        delta: ChunkDelta,
-        reason: str | None = None,
-        logprobs: Any = None,
-        extra: dict[str, Any] | None = None,
-    ) -> bytes:
-        choice = ChunkChoice(index=i, delta=delta, finish_reason=reason, logprobs=logprobs, **(extra or {}))
-        return _sse(
-            ChatCompletionChunk(id=rid, created=created, model=s.model_id, choices=[choice], **_extra(job))
-        )
-
-    def deltas(st: ChoiceState, piece: str) -> list[ChunkDelta]:
-        out = []
-        for event in st.read(piece):
-            if event[0] == "content":
-                out.append(ChunkDelta(content=event[1]))
-            elif event[0] == "call":
-                call = ToolCallDelta(
-                    index=event[1], id=event[2], type="function", function={"name": event[3], "arguments": ""}
-                )
-                out.append(ChunkDelta(tool_calls=[call]))
-            else:
-                out.append(
-                    ChunkDelta(tool_calls=[ToolCallDelta(index=event[1], function={"arguments": event[2]})])
-                )
-        return out
-
-    for st in states:
-        yield chunk(st.index, ChunkDelta(role="assistant", content=""))
-    first = True
-    async for i, step in _merged(handles):
-        st = states[i]
-        if step is not None:
-            if first:
-                s.metrics.time_to_first_token.observe(time.perf_counter() - started)
-                first = False
-            before = len(st.logprobs)
-            st.add(step, with_logprobs=job.logprobs)
-            logprobs = ChoiceLogprobs(content=st.logprobs[before:]) if len(st.logprobs) > before else None
-            pieces = deltas(st, st.pending(final=False))
-            for k, delta in enumerate(pieces):
-                yield chunk(i, delta, logprobs=logprobs if k == 0 else None)
-            if not pieces and logprobs is not None:
-                yield chunk(i, ChunkDelta(), logprobs=logprobs)
-            if st.stopped:
-                handles[i].cancel()
-            continue
-        h = handles[i]
-        if h.finish_reason == "error":
-            try:
-                _raise_errors([h])
-            except APIError as exc:
-                yield _sse_error(exc)
-            continue
-        for delta in deltas(st, st.pending(final=True)):
-            yield chunk(i, delta)
-        reason = st.finish_reason(h.finish_reason)
-        yield chunk(i, ChunkDelta(), reason, extra=_choice_extra(st, job))
-    if include_usage:
-        usage = _usage(s, job, states)
-        yield _sse(ChatCompletionChunk(id=rid, created=created, model=s.model_id, choices=[], usage=usage))
-    else:
-        _usage(s, job, states)
-    yield format_sse_event(data_str="[DONE]")
-
-
-async def _stream_completion(
-    s: ServerState,
-    rid: str,
-    handles: list[Any],
-    states: list[ChoiceState],
-    job: _Job,
-    include_usage: bool,
-    started: float,
-) -> AsyncIterator[bytes]:
-    created = int(time.time())
-
-    def event(choice: CompletionChoice, usage: Usage | None = None) -> bytes:
-        return _sse(
-            Completion(
-                id=rid, created=created, model=s.model_id, choices=[choice], usage=usage, **_extra(job)
-            )
-        )
-
-    first = True
-    async for i, step in _merged(handles):
-        st = states[i]
-        if step is not None:
-            if first:
-                s.metrics.time_to_first_token.observe(time.perf_counter() - started)
-                first = False
-            st.add(step, with_logprobs=False)
-            piece = st.pending(final=False)
-            if piece:
-                yield event(CompletionChoice(index=i, text=piece))
-            if st.stopped:
-                handles[i].cancel()
-            continue
-        h = handles[i]
-        if h.finish_reason == "error":
-            try:
-                _raise_errors([h])
-            except APIError as exc:
-                yield _sse_error(exc)
-            continue
-        reason = st.finish_reason(h.finish_reason)
-        yield event(
-            CompletionChoice(
-                index=i, text=st.pending(final=True), finish_reason=reason, **_choice_extra(st, job)
-            )
-        )
-    usage = _usage(s, job, states)
-    if include_usage:
-        yield _sse(Completion(id=rid, created=created, model=s.model_id, choices=[], usage=usage))
-    yield format_sse_event(data_str="[DONE]")
