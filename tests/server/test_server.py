@@ -419,14 +419,23 @@ def test_errors_have_their_status_and_openai_shape(server: ServerProcess) -> Non
     assert "max_tokens_limit" in err["message"]
     err = _error(_post(server, _request(guided_regex="a", guided_choice=["b"])), 400)
     assert "one constraint" in err["message"]
+    err = _error(httpx.get(server.base + "/v1/nothing", headers={"Authorization": f"Bearer {API_KEY}"}), 404)
+    assert err["code"] == "not_found"
     health = httpx.get(server.base + "/health", timeout=10)
     assert health.status_code == 200  # nothing above hurt the process
 
 
 def test_queue_full_is_429_and_sigterm_drains() -> None:
-    small = ServerProcess("--max-batch", "1", "--max-queue", "1")
+    small = ServerProcess("--max-batch", "1", "--max-queue", "1", "--compile-timeout", "0.001")
     try:
         c = openai.OpenAI(base_url=small.base + "/v1", api_key="none", max_retries=0, timeout=120)
+        slow = httpx.post(
+            small.base + "/v1/chat/completions",
+            json=_request(response_format=_schema_format(PERSON)),
+            timeout=60,
+        )
+        err = _error(slow, 400)
+        assert err["code"] == "constraint_too_costly" and "compile_timeout_s" in err["message"]
         first = _chat(c, "Tell a story.", max_tokens=40, stream=True, seed=0)
         next(iter(first))  # the first request is decoding
         with concurrent.futures.ThreadPoolExecutor(1) as pool:

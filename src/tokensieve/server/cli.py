@@ -44,7 +44,7 @@ def add_serve_parser(commands: Any) -> None:
         default=None,
         help="address to bind (default 127.0.0.1; give 0.0.0.0 to accept other machines, best with --api-key)",
     )
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument(
         "--max-batch", type=int, default=_DEFAULTS.max_batch, help="most sequences decoded together"
     )
