@@ -55,6 +55,7 @@ __all__ = [
     "prepare_walks",
     "run_engine_workload",
     "compare_masks",
+    "comparable_words",
     "render_markdown",
     "fmt",
 ]
@@ -111,6 +112,8 @@ class EngineResult:
     failures: list[str] = field(default_factory=list)
     failure_count: int = 0
     masks: dict[tuple[int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    #: the engine's compiled object of the last repetition (not part of the summary)
+    compiled: Any = field(default=None, repr=False, compare=False)
 
     def median(self, metric: str) -> float | None:
         """Median over repetitions of ``compile_ms``, ``first_mask_ms`` or a token statistic."""
@@ -333,6 +336,7 @@ def run_engine_workload(
             return result
         finally:
             gc.enable()
+        result.compiled = compiled
         result.compile_ms.append((t1 - t0) / 1e6)
         result.first_mask_ms.append((first_end - t0) / 1e6)
         result.token_stats.append(TokenStats.of(fills))
@@ -345,7 +349,7 @@ def run_engine_workload(
     return result
 
 
-def _comparable_words(vocab: Vocab) -> np.ndarray:
+def comparable_words(vocab: Vocab) -> np.ndarray:
     """uint32 word mask of the ids every engine must agree on: regular tokens and EOS."""
     allowed = np.array([bool(t) for t in vocab.tokens], dtype=bool)
     allowed[vocab.eos_token_id] = True
@@ -408,7 +412,7 @@ def compare_masks(
     """
     if oracle_for is None:
         oracle_for = _viability_oracle
-    comparable = _comparable_words(vocab)
+    comparable = comparable_words(vocab)
     by_workload: dict[str, list[EngineResult]] = {}
     for r in results:
         if r.error is None and r.masks:

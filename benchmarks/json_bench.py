@@ -3,18 +3,23 @@
 Usage::
 
     python benchmarks/json_bench.py [--vocab tekken|smollm2] [--engines ours,xgrammar,llguidance]
-                                    [--groups api,tools,...] [--schemas NAME,...] [--limit N]
-                                    [--repeat N] [--json out.json] [--per-schema]
+                                    [--groups api,tools,realworld,...] [--schemas NAME,...] [--limit N]
+                                    [--repeat N] [--budget S] [--max-memory-gb G] [--json out.json]
+                                    [--per-schema]
 
 Every schema of ``benchmarks/data/json_schemas/*.jsonl`` is compiled by every
-engine (a fresh compiler per repetition) and its example instances, written
-with ``json.dumps(instance, ensure_ascii=False)``, are walked token by token
-with the same timed loop and checks as the regex benchmark (``harness.py``).
-The EOS oracle is ``jsonschema``: the text so far is complete iff it parses as
-JSON and validates (formats checked). Prints per-group tables (geometric means
-over the group's schemas), the corpus-wide geometric means and ratios, walk
-failures and compile errors, and how often the engines' masks differ.
-See ``benchmarks/README.md``.
+engine in a process forked after imports and per-vocabulary set-up (``cold.py``):
+the first compile there is the **cold** figure, the headline, and the repetitions
+after it in the same process are the **warm** ones. The valid example instances,
+written with ``json.dumps(instance, ensure_ascii=False)``, are walked token by
+token with the same timed loop and checks as the regex benchmark (``harness.py``);
+the EOS oracle is ``jsonschema``: the text so far is complete iff it parses as
+JSON and validates (formats checked). The invalid instances must be refused
+somewhere before the stop token. A schema counts as **passed** by an engine when
+it compiled within the budget, every valid instance was accepted and every
+invalid one refused. Prints per-group tables (geometric means over the group's
+schemas), the corpus-wide geometric means and ratios, failures and compile
+errors, and how often the engines' masks differ. See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import EngineResult, MaskStore, compare_masks, fmt, prepare_walks, run_engine_workload
+from cold import ColdResult, jit_cache_note, run_cold
+from harness import comparable_words, fmt, prepare_walks
 from peers import describe_engines, engine_names, run_metadata, set_up_engines
-from vocabs import VOCAB_NAMES, Vocab, load_vocab
+from vocabs import VOCAB_NAMES, load_vocab
 from workloads import Workload
 
 CORPUS_DIR = Path(__file__).resolve().parent / "data" / "json_schemas"
@@ -50,18 +56,20 @@ class SchemaWorkload(Workload):
     """A corpus schema as a benchmark workload (``kind="json_schema"``).
 
     ``constraint`` holds the schema as JSON text; ``examples`` the serialised
-    instances walked; ``schema`` the schema itself and ``group`` its corpus group.
+    valid instances walked; ``invalid_examples`` the serialised invalid ones;
+    ``schema`` the schema itself and ``group`` its corpus group.
     """
 
     schema: Any = field(default=None, compare=False, hash=False)
     group: str = ""
+    invalid_examples: tuple[str, ...] = ()
 
 
 def load_corpus(groups: Sequence[str] | None = None) -> list[SchemaWorkload]:
     """The corpus as workloads, in file order, optionally only some groups."""
     out = []
     for path in sorted(CORPUS_DIR.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8").split("\n"):
             if not line.strip():
                 continue
             record = json.loads(line)
@@ -75,6 +83,9 @@ def load_corpus(groups: Sequence[str] | None = None) -> list[SchemaWorkload]:
                     examples=tuple(json.dumps(e, ensure_ascii=False) for e in record["examples"]),
                     schema=record["schema"],
                     group=record["group"],
+                    invalid_examples=tuple(
+                        json.dumps(e, ensure_ascii=False) for e in record.get("invalid_examples", ())
+                    ),
                 )
             )
     return out
@@ -92,8 +103,12 @@ def schema_validator(schema: Any) -> Any:
 def completion_oracle(workload: SchemaWorkload) -> Callable[[bytes], bool]:
     """``complete(text)``: the text parses as JSON and is valid under the schema."""
     validator = schema_validator(workload.schema)
+    closing = frozenset(b'}]"0123456789el')
 
     def complete(data: bytes) -> bool:
+        text = data.rstrip()
+        if not text or text[-1] not in closing:  # a JSON text ends so; saves parsing every prefix
+            return False
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
@@ -106,154 +121,171 @@ def completion_oracle(workload: SchemaWorkload) -> Callable[[bytes], bool]:
 # --------------------------------------------------------------------------- aggregation
 
 
-def _geomean(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None and v > 0]
-    if not values:
+def _geomean(values: list[float | None]) -> float | None:
+    kept = [v for v in values if v is not None and v > 0]
+    if not kept:
         return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+    return math.exp(sum(math.log(v) for v in kept) / len(kept))
 
 
-_METRICS = (
-    ("compile_ms", "compile ms"),
-    ("first_mask_ms", "compile + 1st mask ms"),
-    ("mean", "mean µs"),
-    ("p50", "p50 µs"),
-    ("p99", "p99 µs"),
-    ("max", "max µs"),
+#: (label, how to read it from a ColdResult): cold figures first, the warm ones beside them
+_METRICS: tuple[tuple[str, Callable[[ColdResult], float | None]], ...] = (
+    ("cold compile ms", lambda r: r.cold.median("compile_ms") if r.cold else None),
+    ("cold compile + 1st mask ms", lambda r: r.cold.median("first_mask_ms") if r.cold else None),
+    ("warm compile + 1st mask ms", lambda r: r.warm.median("first_mask_ms") if r.warm else None),
+    ("mean µs", lambda r: r.cold.median("mean") if r.cold else None),
+    ("p50 µs", lambda r: r.cold.median("p50") if r.cold else None),
+    ("p99 µs", lambda r: r.cold.median("p99") if r.cold else None),
+    ("max µs", lambda r: r.cold.median("max") if r.cold else None),
+    ("warm mean µs", lambda r: r.warm.median("mean") if r.warm else None),
 )
-_RATIOS = (("compile_ms", "compile"), ("first_mask_ms", "1st mask"), ("mean", "mean"), ("p50", "p50"), ("p99", "p99"))
-
-
-def _ok(r: EngineResult | None) -> bool:
-    return r is not None and r.error is None and bool(r.token_stats)
+#: the ratios ours/peer reported (indices into _METRICS)
+_RATIOS = (1, 2, 3, 4, 5, 6)
 
 
 def summary_rows(
-    results: list[EngineResult], engines: Sequence[str], workloads: Sequence[SchemaWorkload], label: str
+    results: list[ColdResult], engines: Sequence[str], workloads: Sequence[SchemaWorkload], label: str
 ) -> tuple[list[str], list[str]]:
     """Table rows (one per engine) and ratio rows (one per peer) for a set of schemas."""
     index = {(r.workload, r.engine): r for r in results}
     rows, ratio_rows = [], []
     for name in engines:
-        rs = [index.get((w.name, name)) for w in workloads]
-        ran = [r for r in rs if r is not None]
-        good = [r for r in ran if _ok(r)]
-        errors = sum(1 for r in ran if r.error is not None)
-        walk_fail = sum(1 for r in ran if r.failure_count)
-        steps = sum(r.token_stats[0].count for r in good)
-        cells = [label, name, f"{len(good)}/{len(ran)}"]
-        cells += [fmt(_geomean([r.median(m) for r in good])) for m, _ in _METRICS]
-        cells += [str(steps), str(walk_fail), str(errors)]
+        ran = [r for w in workloads if (r := index.get((w.name, name))) is not None]
+        good = [r for r in ran if r.valid_ok]
+        cells = [
+            label, name, str(len(ran)),
+            str(sum(r.compiled for r in ran)), str(sum(r.passed for r in ran)),
+            str(sum(r.timed_out for r in ran)),
+            str(sum(r.compiled and not r.valid_ok for r in ran)),
+            str(sum(bool(r.invalid_accepted) for r in ran)),
+        ]
+        cells += [fmt(_geomean([get(r) for r in good])) for _, get in _METRICS]
         rows.append("| " + " | ".join(cells) + " |")
         if name == "ours" or "ours" not in engines:
             continue
-        pairs = [
-            (index.get((w.name, "ours")), index.get((w.name, name)))
-            for w in workloads
-        ]
-        both = [(a, b) for a, b in pairs if _ok(a) and _ok(b)]
+        both = [(a, b) for w in workloads
+                if (a := index.get((w.name, "ours"))) and (b := index.get((w.name, name))) and a.valid_ok and b.valid_ok]
         ratio_cells = [label, name, str(len(both))]
-        for metric, _ in _RATIOS:
-            q = _geomean([a.median(metric) / b.median(metric) for a, b in both if b.median(metric)])  # type: ignore[union-attr,operator]
+        for i in _RATIOS:
+            get = _METRICS[i][1]
+            q = _geomean([x / y for a, b in both if (x := get(a)) and (y := get(b))])
             ratio_cells.append("—" if q is None else f"{q:.2f}")
         ratio_rows.append("| " + " | ".join(ratio_cells) + " |")
     return rows, ratio_rows
 
 
+def mask_differences(results: list[ColdResult], workloads: Sequence[SchemaWorkload]) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """``(workload, engine a, engine b) -> (steps differing, steps compared)`` on the cold walks' masks."""
+    by_workload: dict[str, list[ColdResult]] = {}
+    for r in results:
+        if r.cold is not None and r.cold.masks:
+            by_workload.setdefault(r.workload, []).append(r)
+    out = {}
+    for w in workloads:
+        rs = by_workload.get(w.name, [])
+        for i, a in enumerate(rs):
+            for b in rs[i + 1:]:
+                assert a.cold is not None and b.cold is not None
+                keys = set(a.cold.masks) & set(b.cold.masks)
+                differing = sum(1 for k in keys if a.cold.masks[k] != b.cold.masks[k])
+                out[(w.name, a.engine, b.engine)] = (differing, len(keys))
+    return out
+
+
 def render(
-    results: list[EngineResult],
+    results: list[ColdResult],
     engines: Sequence[str],
     workloads: Sequence[SchemaWorkload],
-    diffs: list[Any],
+    diffs: dict[tuple[str, str, str], tuple[int, int]],
     skipped: dict[str, str],
     per_schema: bool,
 ) -> str:
-    """The markdown report: per-group and corpus-wide geometric means, ratios, failures."""
+    """The markdown report: per-group and corpus-wide counts and geometric means, ratios, failures."""
     groups = list(dict.fromkeys(w.group for w in workloads))
     lines = [
-        "Geometric means over the schemas of each group (only schemas the engine compiled and walked; "
-        "`ok` = compiled/attempted; `walk fail` = schemas with at least one failed walk check; "
-        "`errors` = schemas the engine could not compile):",
+        "Per group and engine: `schemas` attempted; `compiled` within the budget; `passed` = compiled, every "
+        "valid instance accepted token by token and every invalid one refused; `timeouts` = ran past the budget; "
+        "`valid fail` = compiled but a walk check failed on a valid instance; `invalid acc` = accepted an invalid "
+        "instance. Timings are geometric means over the schemas the engine compiled and walked without failure; "
+        "**cold** = first compile in a fresh process after set-up (the headline), warm = the repetitions after it "
+        "in the same process; per-token figures are of the cold walk (first visits included), `warm mean` of the "
+        "warm ones.",
         "",
-        "| group | engine | ok | " + " | ".join(label for _, label in _METRICS) + " | steps | walk fail | errors |",
-        "|---|---|---:|" + "---:|" * (len(_METRICS) + 3),
+        "| group | engine | schemas | compiled | passed | timeouts | valid fail | invalid acc | "
+        + " | ".join(label for label, _ in _METRICS) + " |",
+        "|---|---|" + "---:|" * (6 + len(_METRICS)),
     ]
     all_ratio_rows = []
-    for g in groups:
-        ws = [w for w in workloads if w.group == g]
+    for g in [*groups, "**all**"] if len(groups) > 1 else groups:
+        ws = workloads if g == "**all**" else [w for w in workloads if w.group == g]
         rows, ratio_rows = summary_rows(results, engines, ws, g)
         lines += rows
         all_ratio_rows += ratio_rows
-    rows, ratio_rows = summary_rows(results, engines, workloads, "**all**")
-    lines += rows
-    all_ratio_rows += ratio_rows
-    if "ours" in engines and len(engines) > 1:
+    if all_ratio_rows:
         lines += [
             "",
             "Geometric mean of ours/peer over the schemas both engines compiled and walked (below 1: ours is faster):",
             "",
-            "| group | peer | schemas | " + " | ".join(label for _, label in _RATIOS) + " |",
+            "| group | peer | schemas | " + " | ".join(_METRICS[i][0] for i in _RATIOS) + " |",
             "|---|---|---:|" + "---:|" * len(_RATIOS),
+            *all_ratio_rows,
         ]
-        lines += all_ratio_rows
     if skipped:
         lines += ["", "Skipped engines:", ""] + [f"- {n}: {why}" for n, why in skipped.items()]
-
-    lines += ["", "### Correctness", "", "Walk failures (a valid instance's next token not in the mask, EOS bit wrong, "
-              "token rejected, or no termination after EOS):", ""]
-    failing = [r for r in results if r.failure_count]
-    for r in failing:
-        lines.append(f"- {r.workload}/{r.engine}: {r.failure_count} failures, e.g. {r.failures[0][:300]}")
-    if not failing:
-        lines.append("- none: every engine accepted every example of every schema it compiled.")
-    errors = [r for r in results if r.error]
-    lines += ["", "Compile errors:", ""]
-    if errors:
-        by_engine: dict[str, list[EngineResult]] = {}
-        for r in errors:
-            by_engine.setdefault(r.engine, []).append(r)
-        for name, rs in by_engine.items():
-            lines.append(f"- {name}: {len(rs)} schemas")
-            lines += [f"  - {r.workload}: {r.error}" for r in rs[:40]]
-            if len(rs) > 40:
-                lines.append(f"  - ... and {len(rs) - 40} more")
-    else:
+    lines += ["", "### Failures", ""]
+    problems = False
+    by_engine: dict[str, list[ColdResult]] = {}
+    for r in results:
+        by_engine.setdefault(r.engine, []).append(r)
+    for name, rs in by_engine.items():
+        errors = [r for r in rs if not r.compiled]
+        walk = [r for r in rs if r.compiled and not r.valid_ok]
+        accepted = [r for r in rs if r.invalid_accepted]
+        if errors:
+            problems = True
+            lines.append(f"- {name}: {len(errors)} schemas not compiled")
+            lines += [f"  - {r.workload} ({r.wall_s:.1f} s): {r.error}" for r in errors]
+        if walk:
+            problems = True
+            lines.append(f"- {name}: {len(walk)} schemas with a failed walk check on a valid instance")
+            lines += [f"  - {r.workload}: {r.cold.failure_count} failures, e.g. {r.cold.failures[0][:200]}" for r in walk if r.cold]
+        if accepted:
+            problems = True
+            lines.append(f"- {name}: {len(accepted)} schemas with an invalid instance accepted")
+            lines += [f"  - {r.workload}: invalid instance(s) {r.invalid_accepted} of {r.invalid_total}" for r in accepted]
+    if not problems:
         lines.append("- none.")
     if diffs:
-        pairs = list(dict.fromkeys((d.engine_a, d.engine_b) for d in diffs))
-        lines += ["", "Mask agreement: steps on which two engines' masks differ (regular tokens and EOS), per group:", ""]
-        lines.append("| group | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " |")
-        lines.append("|---|" + "---:|" * len(pairs))
+        pairs = list(dict.fromkeys((a, b) for _, a, b in diffs))
+        lines += ["", "Mask agreement on the cold walks: steps on which two engines' masks differ (regular tokens and EOS):",
+                  "", "| group | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " |", "|---|" + "---:|" * len(pairs)]
         group_of = {w.name: w.group for w in workloads}
         for g in [*groups, "**all**"]:
             cells = []
             for a, b in pairs:
-                ds = [d for d in diffs if (d.engine_a, d.engine_b) == (a, b) and (g == "**all**" or group_of[d.workload] == g)]
-                cells.append(f"{sum(d.steps_differing for d in ds)}/{sum(d.steps_compared for d in ds)}")
+                ds = [v for (n, x, y), v in diffs.items() if (x, y) == (a, b) and g in ("**all**", group_of[n])]
+                cells.append(f"{sum(d for d, _ in ds)}/{sum(c for _, c in ds)}")
             lines.append(f"| {g} | " + " | ".join(cells) + " |")
     if per_schema:
-        lines += ["", "### Per schema", "", "| schema | engine | compile ms | 1st mask ms | mean µs | p50 µs | p99 µs | max µs | steps | failures |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += ["", "### Per schema", "",
+                  "| schema | engine | passed | " + " | ".join(label for label, _ in _METRICS) + " | steps | note |",
+                  "|---|---|---|" + "---:|" * (len(_METRICS) + 1) + "---|"]
         index = {(r.workload, r.engine): r for r in results}
         for w in workloads:
             for name in engines:
                 r = index.get((w.name, name))
                 if r is None:
                     continue
-                if r.error:
-                    lines.append(f"| {w.name} | {name} | error: {r.error[:120]} |||||||| ")
+                if not r.compiled:
+                    lines.append(f"| {w.name} | {name} | no | " + " | ".join("—" for _ in _METRICS) + f" | — | {(r.error or '')[:100]} |")
                     continue
-                cells = [fmt(r.median(m)) for m, _ in _METRICS]
-                lines.append(f"| {w.name} | {name} | " + " | ".join(cells) + f" | {r.token_stats[0].count if r.token_stats else 0} | {r.failure_count} |")
+                note = "" if r.valid_ok else f"{r.cold.failure_count if r.cold else 0} walk failures"
+                if r.invalid_accepted:
+                    note += f" invalid accepted: {r.invalid_accepted}"
+                steps = r.cold.token_stats[0].count if r.cold and r.cold.token_stats else 0
+                lines.append(f"| {w.name} | {name} | {'yes' if r.passed else 'no'} | "
+                             + " | ".join(fmt(get(r)) for _, get in _METRICS) + f" | {steps} | {note.strip()} |")
     return "\n".join(lines)
-
-
-def mask_differences(
-    results: list[EngineResult], vocab: Vocab, workloads: Sequence[SchemaWorkload], walks: dict[str, Any]
-) -> list[Any]:
-    """Pairwise counts of steps with differing masks (disputed tokens are not judged for JSON)."""
-    diffs, _disputes, _notes = compare_masks(results, vocab, workloads, walks, oracle_for=lambda w, v: None)
-    return diffs
 
 
 # --------------------------------------------------------------------------- main
@@ -266,15 +298,19 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--groups", default="", help="comma-separated corpus groups (default: all)")
     parser.add_argument("--schemas", default="", help="comma-separated schema names (default: all)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N schemas of each group")
-    parser.add_argument("--repeat", type=int, default=3, help="repetitions per engine and schema (default: 3)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="repetitions per engine and schema in one process: the first cold, the others warm (default: 3)")
+    parser.add_argument("--budget", type=float, default=20.0,
+                        help="wall-clock seconds per engine and schema (compile, walks, warm repetitions); "
+                        "past it the schema counts as failed (default: 20)")
     parser.add_argument("--json", type=Path, default=None, help="also write every measurement to this JSON file")
     parser.add_argument("--per-schema", action="store_true", help="also print one row per schema and engine")
     parser.add_argument(
         "--max-memory-gb",
         type=float,
         default=0,
-        help="cap the process's address space (RLIMIT_AS) so that a compilation that exhausts memory fails "
-        "with MemoryError (reported as a compile error) instead of the process being killed",
+        help="cap the address space (RLIMIT_AS, inherited by every child) so that a compilation that exhausts "
+        "memory fails with MemoryError (reported as a compile error) instead of a process being killed",
     )
     args = parser.parse_args(argv)
     if args.repeat < 1:
@@ -293,12 +329,8 @@ def _json_compiler_missing(name: str) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print the report; returns 1 if any walk check failed."""
-    args = _parse_args(argv)
-    names = engine_names(args.engines, JSON_ENGINES + OPTIONAL_ENGINES)
-    if names is None:
-        return 2
+def select_workloads(args: argparse.Namespace) -> list[SchemaWorkload] | None:
+    """The schemas chosen by ``--groups``, ``--schemas`` and ``--limit`` (``None``: an unknown name)."""
     groups = [g.strip() for g in args.groups.split(",") if g.strip()]
     workloads = load_corpus(groups or None)
     if args.schemas:
@@ -306,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = wanted - {w.name for w in workloads}
         if unknown:
             print(f"unknown schemas: {sorted(unknown)}", file=sys.stderr)
-            return 2
+            return None
         workloads = [w for w in workloads if w.name in wanted]
     if args.limit:
         seen: dict[str, int] = {}
@@ -316,10 +348,19 @@ def main(argv: list[str] | None = None) -> int:
             if seen[w.group] <= args.limit:
                 kept.append(w)
         workloads = kept
+    return workloads
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the report; returns 1 if any engine failed a walk check on a valid instance."""
+    args = _parse_args(argv)
+    names = engine_names(args.engines, JSON_ENGINES + OPTIONAL_ENGINES)
+    if names is None:
+        return 2
+    workloads = select_workloads(args)
     if not workloads:
         print("no schemas selected", file=sys.stderr)
         return 2
-
     if args.max_memory_gb:
         import resource
 
@@ -329,30 +370,39 @@ def main(argv: list[str] | None = None) -> int:
     vocab = load_vocab(args.vocab)
     print(f"vocabulary {vocab.name}: {vocab.vocab_size} ids, loaded in {time.perf_counter() - t:.2f} s", file=sys.stderr)
     walks = {w.name: prepare_walks(w, vocab, completion_oracle(w)) for w in workloads}
+    invalid = {w.name: [vocab.tokenize(text) for text in w.invalid_examples] for w in workloads}
+    comparable = comparable_words(vocab)
 
     engines, skipped, setup_s = set_up_engines(names, vocab, _json_compiler_missing)
-
-    # every mask recorded goes into rows written before any timing (see harness.MaskStore)
-    steps_to_record = sum(len(x.token_ids) + 1 for ws in walks.values() for x in ws)
-    store = MaskStore(steps_to_record * len(engines), (vocab.vocab_size + 31) // 32)
-    results: list[EngineResult] = []
+    jit_note = jit_cache_note()
+    results: list[ColdResult] = []
     started = time.perf_counter()
     for i, w in enumerate(workloads):
         print(f"[{i + 1}/{len(workloads)}] {w.group}/{w.name} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
         for engine in engines:
-            results.append(run_engine_workload(engine, w, walks[w.name], args.repeat, store=store))
+            r = run_cold(engine, w, walks[w.name], invalid[w.name], args.repeat, args.budget, comparable)
+            results.append(r)
+            cold = fmt(r.cold.median("first_mask_ms")) if r.compiled and r.cold else "—"
+            warm = fmt(r.warm.median("first_mask_ms")) if r.warm else "—"
+            state = "passed" if r.passed else (r.error or "failed")[:80]
+            print(f"  {engine.name:<10} cold {cold} ms, warm {warm} ms, {state}", file=sys.stderr)
 
-    diffs = mask_differences(results, vocab, workloads, walks)
+    diffs = mask_differences(results, workloads)
     ran = [e.name for e in engines]
     report = render(results, ran, workloads, diffs, skipped, args.per_schema)
     steps = sum(len(x.token_ids) + 1 for ws in walks.values() for x in ws)
     options = "; ".join(f"{e.name}: {getattr(e, 'json_note', '')}" for e in engines)
     examples = sum(len(ws) for ws in walks.values())
+    bad = sum(len(x) for x in invalid.values())
     print(
         f"# JSON Schema benchmark: {vocab.name} ({vocab.vocab_size} tokens), {len(workloads)} schemas, "
-        f"{examples} instances, {steps} steps per engine and repetition, {args.repeat} repetitions, medians\n\n"
+        f"{examples} valid instances ({steps} steps per engine and repetition), {bad} invalid instances; "
+        f"each engine and schema in a process forked after set-up: 1 cold + up to {args.repeat - 1} warm "
+        f"repetitions, budget {args.budget:.0f} s"
+        + (f", address space capped at {args.max_memory_gb:g} GB" if args.max_memory_gb else "")
+        + "\n\n"
         + describe_engines(engines, setup_s)
-        + f"Options: {options}. "
+        + f"Options: {options}. JIT: {jit_note}. "
         f"gc disabled during timed repetitions. Python {platform.python_version()}, {os.cpu_count()} CPUs. "
         f"Wall time {time.perf_counter() - started:.0f} s.\n"
     )
@@ -361,21 +411,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.json is not None:
         payload = {
             **run_metadata(vocab, args.repeat),
+            "budget_s": args.budget,
+            "jit": jit_note,
             "engines": {
                 e.name: {"dist": e.dist, "version": e.version, "setup_s": setup_s[e.name], "json": getattr(e, "json_note", "")}
                 for e in engines
             },
             "skipped": skipped,
-            "schemas": {w.name: {"group": w.group, "examples": len(w.examples)} for w in workloads},
+            "schemas": {w.name: {"group": w.group, "examples": len(w.examples), "invalid": len(w.invalid_examples)}
+                        for w in workloads},
             "results": [r.summary() for r in results],
-            "differences": [d.__dict__ for d in diffs],
+            "differences": [
+                {"workload": n, "engine_a": a, "engine_b": b, "steps_differing": d, "steps_compared": c}
+                for (n, a, b), (d, c) in diffs.items()
+            ],
             "markdown": report,
         }
         args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
         print(f"wrote {args.json}", file=sys.stderr)
-    return 1 if any(r.failure_count for r in results) else 0
+    return 1 if any(r.compiled and not r.valid_ok for r in results) else 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
-

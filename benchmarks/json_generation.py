@@ -61,7 +61,7 @@ def load_corpus(groups: list[str] | None = None) -> list[dict[str, Any]]:
     """Corpus records (``name``, ``group``, ``description``, ``schema``, ``examples``) in file order."""
     out = []
     for path in sorted(CORPUS_DIR.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8").split("\n"):
             if line.strip():
                 record = json.loads(line)
                 if not groups or record["group"] in groups:

@@ -1,12 +1,15 @@
 """The real-world-style JSON Schema corpus in ``benchmarks/data/json_schemas``.
 
-- every schema is a valid draft 2020-12 schema and every example instance is
-  valid under it (``jsonschema``, formats checked): the corpus itself is sound;
+- every schema is a valid draft 2020-12 schema, every example instance is
+  valid under it and every invalid example is not (``jsonschema``, formats
+  checked), for structural reasons only: the corpus itself is sound;
 - the ``.jsonl`` files are what ``build.py`` writes from the hand-written sources;
 - every schema compiles with ``compile_json_schema`` (tiny vocabulary; the SmolLM2
   vocabulary in the ``slow`` test; a spread sample plus the schemas that once ran
-  past the limits, or all with ``TOKENSIEVE_JSON_CORPUS=full``); and the compiled grammar accepts
-  every example, token by token, with the stop token allowed exactly at the end.
+  past the limits, or all with ``TOKENSIEVE_JSON_CORPUS=full``), except the imported
+  real-world schemas listed in ``KNOWN_NOT_COMPILED``, which must still fail (so the list
+  cannot outlive a fix); and the compiled grammar accepts every example, token by
+  token, with the stop token allowed exactly at the end.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import importlib.util
 import json
 import os
 import re
+import select
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +47,134 @@ ONCE_TOO_LARGE = (
     "create_calendar_event",
 )
 
+#: Imported real-world schemas (group ``realworld``) that tokensieve refuses within its default
+#: limits on the tiny vocabulary, with the error's type. A listed schema that compiles, or fails
+#: otherwise, fails the test: a schema that starts to compile has to leave this list.
+KNOWN_NOT_COMPILED: dict[str, str] = {
+    "k8s_service_v1": "LimitExceeded",
+    "k8s_namespace_v1": "LimitExceeded",
+    "k8s_networkpolicy_networking_v1": "LimitExceeded",
+    "k8s_role_rbac_v1": "LimitExceeded",
+    "k8s_rolebinding_rbac_v1": "LimitExceeded",
+    "k8s_clusterrole_rbac_v1": "LimitExceeded",
+    "k8s_clusterrolebinding_rbac_v1": "LimitExceeded",
+    "k8s_horizontalpodautoscaler_autoscaling_v2": "LimitExceeded",
+    "k8s_poddisruptionbudget_policy_v1": "LimitExceeded",
+    "k8s_lease_coordination_v1": "LimitExceeded",
+    "k8s_event_events_v1": "LimitExceeded",
+    "k8s_validatingwebhookconfiguration_admissionregistration_v1": "LimitExceeded",
+    "k8s_mutatingwebhookconfiguration_admissionregistration_v1": "LimitExceeded",
+    "k8s_customresourcedefinition_apiextensions_v1": "LimitExceeded",
+    "pyproject_poetry": "LimitExceeded",
+    "pyproject_pyright": "LimitExceeded",
+    "gh_webhook_check_run": "LimitExceeded",
+    "gh_webhook_code_scanning_alert": "LimitExceeded",
+}
+
+#: Imported real-world schemas that tokensieve does not compile within ``TOO_SLOW_S`` seconds
+#: on the tiny vocabulary (the compile is run in a forked child and stopped then). One that
+#: compiles within the time fails the test.
+KNOWN_TOO_SLOW: tuple[str, ...] = (
+    "k8s_deployment_apps_v1",
+    "k8s_statefulset_apps_v1",
+    "k8s_daemonset_apps_v1",
+    "k8s_replicaset_apps_v1",
+    "k8s_pod_v1",
+    "k8s_podtemplate_v1",
+    "k8s_job_batch_v1",
+    "k8s_cronjob_batch_v1",
+    "k8s_endpoints_v1",
+    "k8s_configmap_v1",
+    "k8s_secret_v1",
+    "k8s_serviceaccount_v1",
+    "k8s_persistentvolume_v1",
+    "k8s_persistentvolumeclaim_v1",
+    "k8s_node_v1",
+    "k8s_ingress_networking_v1",
+    "k8s_ingressclass_networking_v1",
+    "k8s_storageclass_storage_v1",
+    "k8s_csidriver_storage_v1",
+    "k8s_limitrange_v1",
+    "k8s_resourcequota_v1",
+    "k8s_priorityclass_scheduling_v1",
+    "k8s_runtimeclass_node_v1",
+    "k8s_certificatesigningrequest_certificates_v1",
+    "k8s_volumeattachment_storage_v1",
+    "bamboo_spec",
+    "bitbucket_pipelines",
+    "buildkite",
+    "changie",
+    "citation_file_format",
+    "cloudbuild",
+    "codecov",
+    "compose_spec",
+    "dependabot",
+    "github_actions",
+    "github_discussion",
+    "github_issue_forms",
+    "github_workflows",
+    "gitlab_ci",
+    "meltano",
+    "mergify",
+    "readthedocs",
+    "taskfile",
+    "travis",
+    "woodpecker_ci",
+    "pyproject_hatch",
+    "pyproject_inwards",
+    "pyproject_maturin",
+    "pyproject_mypy",
+    "pyproject_pixi",
+    "pyproject_poe",
+    "pyproject_pytest",
+    "pyproject_ruff",
+    "pyproject_scikit_build",
+    "pyproject_setuptools",
+    "pyproject_tombi",
+    "pyproject_tox",
+    "pyproject_ty",
+    "pyproject_uv",
+    "gh_webhook_dependabot_alert",
+    "gh_webhook_discussion",
+    "gh_webhook_fork",
+    "gh_webhook_gollum",
+    "gh_webhook_installation",
+    "gh_webhook_issues",
+    "gh_webhook_milestone",
+    "gh_webhook_organization",
+    "gh_webhook_page_build",
+    "gh_webhook_ping",
+    "gh_webhook_project",
+    "gh_webhook_project_card",
+    "gh_webhook_project_column",
+    "gh_webhook_projects_v2_item",
+    "gh_webhook_public",
+    "gh_webhook_pull_request",
+    "gh_webhook_pull_request_review_comment",
+    "gh_webhook_push",
+    "gh_webhook_release",
+    "gh_webhook_repository",
+    "gh_webhook_repository_dispatch",
+    "gh_webhook_repository_import",
+    "gh_webhook_repository_vulnerability_alert",
+    "gh_webhook_sponsorship",
+    "gh_webhook_status",
+    "gh_webhook_team",
+    "gh_webhook_workflow_dispatch",
+    "gh_webhook_workflow_job",
+)
+TOO_SLOW_S = 20.0
+
+#: Imported real-world schemas compiled and walked by every run (they compile in a few seconds),
+#: beside two of ``KNOWN_NOT_COMPILED`` that fail quickly; the rest with ``TOKENSIEVE_JSON_CORPUS=full``.
+REALWORLD_SAMPLE = (
+    "github_issue_config",
+    "gh_webhook_create",
+    "k8s_endpointslice_discovery_v1",
+    "k8s_horizontalpodautoscaler_autoscaling_v2",
+    "k8s_clusterrolebinding_rbac_v1",
+)
+
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s\"<>\\^`{|}]*$")
 
 
@@ -48,7 +182,7 @@ def load_corpus() -> list[dict[str, Any]]:
     """Every record of every ``<group>.jsonl`` file, in file order."""
     records = []
     for path in sorted(CORPUS_DIR.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in path.read_text(encoding="utf-8").split("\n"):
             if line.strip():
                 records.append(json.loads(line))
     return records
@@ -63,14 +197,49 @@ def _validator(schema: dict[str, Any]) -> Any:
     return jsonschema.Draft202012Validator(schema, format_checker=checker)
 
 
+_KEYS = {"name", "group", "description", "schema", "examples", "invalid_examples"}
+
+
 def test_corpus_shape() -> None:
-    assert len(CORPUS) >= 200
+    assert len(CORPUS) >= 300
     names = [r["name"] for r in CORPUS]
     assert len(set(names)) == len(names), "schema names must be unique"
     for record in CORPUS:
-        assert set(record) == {"name", "group", "description", "schema", "examples"}, record["name"]
+        extra = {"source"} if record["group"] == "realworld" else set()
+        assert set(record) == _KEYS | extra, record["name"]
         assert 1 <= len(record["examples"]) <= 3, record["name"]
+        assert 1 <= len(record["invalid_examples"]) <= 2, record["name"]
         assert record["schema"].get("$schema") == "https://json-schema.org/draft/2020-12/schema"
+    realworld = [r for r in CORPUS if r["group"] == "realworld"]
+    assert len(realworld) >= 100
+    assert sum(len(json.dumps(r["schema"])) > 10_000 for r in realworld) >= 50, "large schemas"
+
+
+def _errors_keywords(error: Any) -> set[str]:
+    """The keywords of a ``jsonschema`` error and of every branch error under it."""
+    out = {str(error.validator)}
+    for sub in error.context or ():
+        out |= _errors_keywords(sub)
+    return out
+
+
+def test_invalid_examples_are_invalid_instances() -> None:
+    """Every invalid example is rejected, and only for reasons an engine sees while writing the text."""
+    structural = {"type", "required", "additionalProperties", "unevaluatedProperties", "enum", "const", "false",
+                  "anyOf", "oneOf"}
+    bad = []
+    for record in CORPUS:
+        validator = _validator(record["schema"])
+        upstream = record["group"] == "realworld"
+        for i, example in enumerate(record["invalid_examples"]):
+            errors = list(validator.iter_errors(example))
+            if not errors:
+                bad.append(f"{record['name']} invalid example {i} is valid")
+            elif not upstream:
+                keywords = set().union(*(_errors_keywords(e) for e in errors))
+                if not keywords <= structural:
+                    bad.append(f"{record['name']} invalid example {i}: {sorted(keywords - structural)}")
+    assert not bad, bad
 
 
 def test_schemas_are_valid_draft_2020_12() -> None:
@@ -172,6 +341,8 @@ def _compile_corpus(
 
     Returns ``(crashes, not_compiled, rejected)``: untyped exceptions, typed
     compile errors by schema name, and examples the compiled grammar refused.
+    A schema of :data:`KNOWN_NOT_COMPILED` must fail with the listed error type
+    (else it is reported in ``not_compiled`` as compiling, or failing otherwise).
     """
     crashes: list[str] = []
     not_compiled: dict[str, str] = {}
@@ -179,13 +350,23 @@ def _compile_corpus(
     mask = np.zeros((1, (compiler.tokenizer_info.vocab_size + 31) // 32), dtype=np.int32)
     for record in records:
         name = record["name"]
+        if name in KNOWN_TOO_SLOW:
+            took = _compiles_within(compiler, record["schema"], TOO_SLOW_S)
+            if took is not None:
+                not_compiled[name] = f"listed in KNOWN_TOO_SLOW but compiled in {took:.1f} s: take it off the list"
+            continue
+        known = KNOWN_NOT_COMPILED.get(name)
         try:
             compiled = compiler.compile_json_schema(record["schema"], strict=False)
         except (SchemaError, LimitExceeded) as exc:
-            not_compiled[name] = f"{type(exc).__name__}: {exc}"
+            if known != type(exc).__name__:
+                not_compiled[name] = f"{type(exc).__name__}: {exc}"
             continue
         except Exception as exc:  # noqa: BLE001 - the point is to catch untyped errors
             crashes.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        if known is not None:
+            not_compiled[name] = f"listed in KNOWN_NOT_COMPILED ({known}) but compiles: take it off the list"
             continue
         for i, example in enumerate(record["examples"]):
             for text in _texts(example):
@@ -199,6 +380,29 @@ def _compile_corpus(
     return crashes, not_compiled, rejected
 
 
+def _compiles_within(compiler: GrammarCompiler, schema: Any, seconds: float) -> float | None:
+    """Seconds a compile of ``schema`` took in a forked child; ``None`` if it failed or ran past ``seconds``."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report the time on success, nothing otherwise
+        try:
+            start = time.perf_counter()
+            compiler.compile_json_schema(schema, strict=False)
+            os.write(write_fd, str(time.perf_counter() - start).encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    try:
+        ready, _, _ = select.select([read_fd], [], [], seconds)
+        answer = os.read(read_fd, 64) if ready else b""
+    finally:
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read_fd)
+    return float(answer) if answer else None
+
+
 def _check(crashes: list[str], not_compiled: dict[str, str], rejected: list[str]) -> None:
     assert not crashes, "untyped errors:\n" + "\n".join(crashes[:20])
     assert not rejected, f"{len(rejected)} valid examples rejected:\n" + "\n".join(rejected[:20])
@@ -208,19 +412,27 @@ def _check(crashes: list[str], not_compiled: dict[str, str], rejected: list[str]
 
 
 def _sample(step: int) -> list[dict[str, Any]]:
-    """Every ``step``-th schema, or all of them when ``TOKENSIEVE_JSON_CORPUS=full``.
+    """Every ``step``-th hand-written schema and a few imported ones, or all when ``TOKENSIEVE_JSON_CORPUS=full``.
 
-    Compiling the whole corpus takes minutes, more than the test suite's budget,
-    so by default a fixed, evenly spread sample is compiled.
+    Compiling the whole corpus takes minutes (an hour with the imported schemas
+    tokensieve cannot compile in time), more than the test suite's budget, so by
+    default a fixed, evenly spread sample is compiled.
     """
     if os.environ.get("TOKENSIEVE_JSON_CORPUS") == "full":
         return CORPUS
-    sample = CORPUS[::step]
-    return sample + [r for r in CORPUS if r["name"] in ONCE_TOO_LARGE and r not in sample]
+    written = [r for r in CORPUS if r["group"] != "realworld"]
+    sample = written[::step]
+    always = set(ONCE_TOO_LARGE) | set(REALWORLD_SAMPLE)
+    return sample + [r for r in CORPUS if r["name"] in always and r not in sample]
 
 
-def test_once_too_large_names_exist() -> None:
-    assert set(ONCE_TOO_LARGE) <= {r["name"] for r in CORPUS}
+def test_listed_names_exist() -> None:
+    names = {r["name"]: r["group"] for r in CORPUS}
+    assert set(ONCE_TOO_LARGE) <= set(names)
+    listed = [*KNOWN_NOT_COMPILED, *KNOWN_TOO_SLOW, *REALWORLD_SAMPLE]
+    assert all(names.get(n) == "realworld" for n in listed), [n for n in listed if names.get(n) != "realworld"]
+    assert not set(KNOWN_NOT_COMPILED) & set(KNOWN_TOO_SLOW)
+    assert not set(REALWORLD_SAMPLE) & set(KNOWN_TOO_SLOW)
 
 
 def test_corpus_compiles_tiny_vocab() -> None:
