@@ -179,7 +179,9 @@ def _measure(
     budget_s: float, comparable: np.ndarray, started: float,
 ) -> ColdResult:
     out = ColdResult(engine.name, workload.name)
-    cold = run_engine_workload(engine, workload, walks, 1, log=False, store=DigestStore(comparable))  # type: ignore[arg-type]
+    cold = run_engine_workload(
+        engine, workload, walks, 1, log=False, store=DigestStore(comparable), keep_compiled=True  # type: ignore[arg-type]
+    )
     out.cold = cold
     if cold.error is not None:
         return out
@@ -191,7 +193,6 @@ def _measure(
         if time.perf_counter() - started > budget_s / 2:
             break
         one = run_engine_workload(engine, workload, walks, 1, log=False, store=_Discard())  # type: ignore[arg-type]
-        one.compiled = None
         if warm is None:
             warm = one
         else:

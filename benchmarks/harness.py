@@ -279,11 +279,14 @@ def run_engine_workload(
     *,
     log: bool = True,
     store: MaskStore | None = None,
+    keep_compiled: bool = False,
 ) -> EngineResult:
     """Measure ``engine`` on ``workload`` ``repeat`` times (see the module docstring).
 
     ``store``: where the masks of the first repetition are kept (by default
-    each in an array of its own).
+    each in an array of its own). ``keep_compiled``: keep the last repetition's
+    compiled object in :attr:`EngineResult.compiled` (by default it is dropped,
+    so that results kept across workloads do not hold compiled grammars).
     """
     assert engine.vocab is not None, "engine.setup(vocab) first"
     vocab = engine.vocab
@@ -336,7 +339,8 @@ def run_engine_workload(
             return result
         finally:
             gc.enable()
-        result.compiled = compiled
+        if keep_compiled:
+            result.compiled = compiled
         result.compile_ms.append((t1 - t0) / 1e6)
         result.first_mask_ms.append((first_end - t0) / 1e6)
         result.token_stats.append(TokenStats.of(fills))

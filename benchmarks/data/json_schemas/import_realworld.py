@@ -37,7 +37,7 @@ OUT = HERE / "authoring" / "realworld"
 sys.path.insert(0, str(HERE))
 
 from authoring.draw import draw_instances  # noqa: E402
-from build import validator  # noqa: E402
+from build import check_refs, validator  # noqa: E402
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 #: keywords whose value is a map of names to subschemas
@@ -140,8 +140,6 @@ def make_schema(root: dict[str, Any], external: dict[str, Any] | None = None) ->
     if not defs and "$defs" in schema:
         del schema["$defs"]
     from jsonschema import Draft202012Validator
-
-    from build import check_refs
 
     Draft202012Validator.check_schema(schema)
     check_refs(schema)
