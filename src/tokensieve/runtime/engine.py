@@ -477,28 +477,45 @@ class Engine:
             self._finish(row, "stop", [])
             return
         outputs = [self._take(row, token, logprob, top, forced=False)]
-        # jump-forward: tokens the constraint makes certain are appended now
-        matcher = row.matcher
-        if row.ending is None and matcher is not None and row.budget is not None:
-            room = params.max_tokens - len(row.handle.token_ids)
-            for forced in matcher.forced_tokens(max_tokens=min(room, MAX_FORCED)):
-                if forced in self._stops:
-                    matcher.accept_token(forced)
-                    row.ending = "stop"
-                    break
-                room = params.max_tokens - len(row.handle.token_ids)
-                if room < 1 or not row.budget.token_fits(forced, matcher.state, room):
-                    break
-                top_forced = [(forced, 0.0)] if params.top_logprobs else None
-                outputs.append(
-                    self._take(row, forced, 0.0 if params.logprobs else None, top_forced, forced=True)
-                )
-                if row.ending is not None:
-                    break
+        if row.ending is None and row.matcher is not None:
+            self._jump_forward(row, outputs)
         if row.ending is not None:
             self._finish(row, row.ending, outputs, flush=not row.stopped_by_string)
         else:
             row.handle._publish(outputs)
+
+    def _jump_forward(self, row: _Row, outputs: list[StepOutput]) -> None:
+        """Append the tokens the constraint makes certain (they are fed to the model together).
+
+        First the tokens that are the only ones allowed (``forced_tokens``); when there are
+        none, the text that is the only one possible next (``find_jump_forward_string``), in
+        the tokenizer's own tokens.
+        """
+        matcher, budget, params = row.matcher, row.budget, row.params
+        assert matcher is not None and budget is not None
+        room = params.max_tokens - len(row.handle.token_ids)
+        tokens = matcher.forced_tokens(max_tokens=min(room, MAX_FORCED))
+        if not tokens and room > 1 and not matcher.is_terminated():
+            text = matcher.find_jump_forward_string()
+            if text:
+                tokens = list(self.model.tokenizer.encode(text, add_special_tokens=False))[:MAX_FORCED]
+                if (
+                    b"".join(self._vocab[t] if t < len(self._vocab) else b"\xff" for t in tokens)
+                    != text.encode()
+                ):
+                    tokens = []  # not a plain spelling of the text: leave it to the model
+        for forced in tokens:
+            if forced in self._stops:
+                matcher.accept_token(forced)
+                row.ending = "stop"
+                return
+            room = params.max_tokens - len(row.handle.token_ids)
+            if room < 1 or not budget.token_fits(forced, matcher.state, room):
+                return
+            top = [(forced, 0.0)] if params.top_logprobs else None
+            outputs.append(self._take(row, forced, 0.0 if params.logprobs else None, top, forced=True))
+            if row.ending is not None:
+                return
 
     def _complete_by_plan(self, row: _Row, left: int) -> None:
         """Nothing the model likes fits the budget: finish with the planned completion."""
