@@ -190,3 +190,18 @@ def test_logprobs_follow_the_models_distribution(smollm2: LoadedModel, engine: E
     assert first.logprob == pytest.approx(float(ref[first.token_id]), abs=0.15)  # bf16 weights
     assert first.top_logprobs is not None and first.top_logprobs[0][0] == first.token_id
     assert [t for t, _ in first.top_logprobs] == [int(t) for t in torch.topk(ref, 3).indices]
+
+
+def test_fixed_keys_are_jumped_over(smollm2: LoadedModel, engine: Engine) -> None:
+    compact = smollm2.compiler.compile_json_schema(PERSON, whitespace="compact")
+    ids = _prompt(smollm2, "Describe a person as JSON.")
+    before = engine.stats()["steps"]
+    handles = [engine.submit(ids, SamplingParams(temperature=0.7, seed=s, max_tokens=40), compact) for s in range(2)]
+    for handle in handles:
+        value = json.loads(handle.result(timeout=120))
+        jsonschema.validate(value, PERSON)
+        assert list(value) == ["name", "age"]
+        # the keys and the punctuation around them come without sampling: '"name":"' at least
+        assert handle.forced_tokens >= 3, handle.token_ids
+    steps = engine.stats()["steps"] - before
+    assert steps < max(h.num_output_tokens for h in handles) + 1  # forced tokens share model steps
