@@ -20,9 +20,10 @@ from collections.abc import Callable
 import numpy as np
 
 from tokensieve import LimitExceeded, Limits
-from tokensieve.automata import ByteDFA, ir_to_dfa, regex_to_dfa
+from tokensieve.automata import ByteDFA, ir_to_dfa
 from tokensieve.automata.ops import dfa_to_ir, difference, intersect
 from tokensieve.grammar import ir
+from tokensieve.grammar.regex import regex_to_dfa
 
 
 def multiples_of(k: int) -> ByteDFA:

@@ -222,7 +222,8 @@ def _json_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _check_constraint(args: argparse.Namespace) -> Any:
     """Validate the constraint before the model is loaded, so mistakes show at once."""
-    from .automata import choices_to_dfa, regex_to_dfa
+    from .automata import choices_to_dfa
+    from .grammar.regex import regex_to_dfa
 
     if args.syntax is not None and args.grammar is None:
         raise _UsageError("--syntax goes with --grammar")

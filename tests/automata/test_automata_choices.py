@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokensieve.automata import choices_to_dfa, regex_to_dfa
+from tokensieve.automata import choices_to_dfa
 from tokensieve.errors import GrammarError
+from tokensieve.grammar.regex import regex_to_dfa
 
 ALPHABET = "abc\x00é€😀"
 texts = st.text(alphabet=ALPHABET, max_size=6)

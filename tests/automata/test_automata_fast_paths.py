@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from tokensieve import LimitExceeded, Limits
-from tokensieve.automata import build, determinize, minimize, ops, regex_to_dfa
+from tokensieve.automata import build, determinize, minimize, ops
 from tokensieve.automata.minimize import EdgeDFA, minimize_edges, trim_edges
 from tokensieve.automata.nfa import build_nfa
-from tokensieve.grammar.regex import parse_regex
+from tokensieve.grammar.regex import parse_regex, regex_to_dfa
 
 # ---------------------------------------------------------------- oracles
 

@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from tokensieve.automata import choices_to_dfa, regex_to_dfa
+from tokensieve.automata import choices_to_dfa
 from tokensieve.errors import GrammarError, LimitExceeded
+from tokensieve.grammar.regex import regex_to_dfa
 from tokensieve.limits import Limits
 
 

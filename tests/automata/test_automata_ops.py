@@ -25,7 +25,7 @@ from support.regex_trees import OUTSIDE, STRINGS, accepted, brute, pattern_trees
 from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
 from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits
-from tokensieve.automata import choices_to_dfa, ir_to_dfa, ops, regex_to_dfa
+from tokensieve.automata import choices_to_dfa, ir_to_dfa, ops
 from tokensieve.automata.ops import (
     automaton_to_dfa,
     complement,
@@ -42,6 +42,7 @@ from tokensieve.bitmask import allocate_token_bitmask
 from tokensieve.compile.pushdown import CompiledPushdownGrammar
 from tokensieve.grammar import ir, parse_regex
 from tokensieve.grammar.cfg import Grammar
+from tokensieve.grammar.regex import regex_to_dfa
 from tokensieve.vocab import TokenizerInfo
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

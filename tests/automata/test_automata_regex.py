@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokensieve.automata import ByteDFA, ir_to_dfa, regex_to_dfa
+from tokensieve.automata import ByteDFA, ir_to_dfa
 from tokensieve.errors import GrammarError
 from tokensieve.grammar import ir, parse_regex
+from tokensieve.grammar.regex import regex_to_dfa
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from support.regex_trees import OUTSIDE, accepted, brute, pattern_trees, to_ir
 
 from tokensieve import LimitExceeded, Limits
-from tokensieve.automata import ByteDFA, ir_to_dfa, regex_to_dfa
+from tokensieve.automata import ByteDFA, ir_to_dfa
 from tokensieve.automata import splice as splice_module
 from tokensieve.automata.blank_runs import RunsNotCountable, bound_blank_runs, layout_places
 from tokensieve.automata.build import _determinized
@@ -24,6 +24,7 @@ from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.ops import automaton_to_dfa, dfa_to_ir
 from tokensieve.automata.splice import PLACEHOLDER_LEAD, plan_splice, splice
 from tokensieve.grammar import ir, parse_regex
+from tokensieve.grammar.regex import regex_to_dfa
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

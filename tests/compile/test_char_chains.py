@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tokensieve.automata import regex_to_dfa
 from tokensieve.compile.char_chains import MAX_CHAIN, chain_lengths
+from tokensieve.grammar.regex import regex_to_dfa
 
 PLAIN = [b for b in range(0x20, 0x7F) if b not in (0x22, 0x5C)]
 BLANKS = [0x20, 0x09, 0x0A, 0x0D]

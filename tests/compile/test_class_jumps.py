@@ -15,9 +15,9 @@ import random
 import numpy as np
 import pytest
 
-from tokensieve.automata import regex_to_dfa
 from tokensieve.compile.char_chains import CLASS_MIN_BYTES, MAX_CHAIN, class_chains
 from tokensieve.compile.class_jumps import ClassRegion, class_bytes
+from tokensieve.grammar.regex import regex_to_dfa
 from tokensieve.vocab.trie import TokenTrie
 
 PATTERNS = [

@@ -21,10 +21,10 @@ from tokensieve.automata.counted import counted_repeat
 from tokensieve.automata.layered_product import layered_intersection
 from tokensieve.automata.layers import Unit, layers_of
 from tokensieve.automata.ops import stored_dfa
-from tokensieve.compile import unit_needs
+from tokensieve.compile import unit_needs, vocab_cache
 from tokensieve.compile.token_masks import AutomatonView
-from tokensieve.compile.unit_needs import unit_counts, unit_needs_for
-from tokensieve.compile.vocab_cache import mask_builder_for
+from tokensieve.compile.unit_needs import unit_counts
+from tokensieve.compile.vocab_cache import mask_builder_for, unit_needs_for
 from tokensieve.grammar import json_strings, parse_regex
 from tokensieve.vocab import TokenizerInfo
 
@@ -386,13 +386,13 @@ def test_the_units_remembered_are_bounded_in_bytes(monkeypatch) -> None:
     string = _string_unit()
     other = _product_unit("[a-c]+@[a-c]+")
     first = unit_needs_for(builder, string)
-    monkeypatch.setattr(unit_needs, "_MAX_UNIT_BYTES", first.nbytes + 1)
+    monkeypatch.setattr(vocab_cache, "_MAX_UNIT_BYTES", first.nbytes + 1)
     second = unit_needs_for(builder, other)
     assert list(builder.unit_needs) == [other.key]  # the string's counts are forgotten
     assert unit_needs_for(builder, other) is second
     again = unit_needs_for(builder, string)
     assert again is not first and list(builder.unit_needs) == [string.key]
-    monkeypatch.setattr(unit_needs, "_MAX_UNIT_BYTES", 1 << 40)
+    monkeypatch.setattr(vocab_cache, "_MAX_UNIT_BYTES", 1 << 40)
     assert unit_needs_for(builder, other) is not second
     assert list(builder.unit_needs) == [string.key, other.key]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tokensieve._arrays import or_distinct_bits
 from tokensieve.bitmask import friendly_zeros
-from tokensieve.compile.token_masks import or_distinct_bits
 
 
 def _reference(base: np.ndarray, tokens: np.ndarray) -> np.ndarray:

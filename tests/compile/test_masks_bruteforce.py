@@ -262,7 +262,8 @@ def _broken_character_string() -> tuple[CompiledGrammar, TokenizerInfo]:
     a counted string counts characters, and must walk an escape that breaks a
     begun character from the state that character began in.
     """
-    from tokensieve.automata import ByteDFA, regex_to_dfa
+    from tokensieve.automata import ByteDFA
+    from tokensieve.grammar.regex import regex_to_dfa
 
     base = regex_to_dfa(r'"[^"\\]{0,20}", "[^"\\]{0,20}"')  # two chains: states of one depth in each
     table = base.transitions.copy()
@@ -377,7 +378,7 @@ def test_choice_list_rows_come_from_its_edges() -> None:
     assert compiled._transitions is None
     table = compiled.dfa.transitions  # built from the edge list by the automaton itself
     for s in range(compiled.num_states):
-        assert compiled.row(s) == table[s].tolist(), s
+        assert compiled.row(s).tolist() == table[s].tolist(), s
     inside = {w.encode()[:i] for w in words for i in range(len(w.encode()) + 1)}
     for w in words:
         data = w.encode()
@@ -395,5 +396,5 @@ def test_rows_kept_are_bounded(monkeypatch) -> None:
     compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(REGEXES[1])
     table = compiled.dfa.transitions
     for s in list(range(compiled.num_states)) * 2:
-        assert compiled.row(s) == table[s].tolist()
+        assert compiled.row(s).tolist() == table[s].tolist()
         assert len(compiled._rows) <= 5

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from support.ill_formed_utf8 import ILL_FORMED_UTF8
 
-from tokensieve.automata import regex_to_dfa
 from tokensieve.compile.utf8_closure import is_utf8_closed, utf8_closed_states
+from tokensieve.grammar.regex import regex_to_dfa
 
 CHARACTERS = (
     [chr(c) for c in range(0x80, 0x800)]

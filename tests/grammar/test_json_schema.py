@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler, GrammarMatcher, SchemaError
 from tokensieve.compile.compiled_grammar import CompiledGrammar
-from tokensieve.grammar.cfg import Grammar
 from tokensieve.grammar.json_schema import schema_to_grammar
+from tokensieve.ir import Grammar
 
 
 def accepts(compiled, text: str) -> bool:

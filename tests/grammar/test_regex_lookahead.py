@@ -18,11 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokensieve.automata import ir_to_dfa, regex_to_dfa
+from tokensieve.automata import ir_to_dfa
 from tokensieve.errors import GrammarError
 from tokensieve.grammar import parse_regex
 from tokensieve.grammar.json_strings import json_string_pattern
 from tokensieve.grammar.lookahead import find_lookaheads
+from tokensieve.grammar.regex import regex_to_dfa
 
 ALPHABET = "ab1\n"
 STRINGS = ["".join(p) for n in range(5) for p in itertools.product(ALPHABET, repeat=n)]

@@ -16,10 +16,11 @@ import json
 import numpy as np
 import pytest
 
-from tokensieve.automata import ir_to_dfa, regex_to_dfa
+from tokensieve.automata import ir_to_dfa
 from tokensieve.errors import GrammarError
 from tokensieve.grammar import parse_regex
 from tokensieve.grammar.json_strings import json_string_pattern
+from tokensieve.grammar.regex import regex_to_dfa
 
 regex = pytest.importorskip("regex")
 

@@ -1,12 +1,11 @@
-"""Regex IR and patterns to minimal byte DFAs."""
+"""Regex IR to minimal byte DFAs."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import GrammarError
-from ..grammar.ir import Automaton, Node, is_nothing
-from ..grammar.regex import parse_regex
+from ..ir.nodes import Automaton, Node, is_nothing
 from ..limits import Limits
 from .blank_runs import RunsNotCountable, bound_blank_runs
 from .determinize import ClassDFA, Row, determinize
@@ -15,43 +14,10 @@ from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim, trim
 from .nfa import build_nfa
 from .splice import plan_splice, splice
 
-__all__ = ["ir_to_dfa", "regex_to_dfa"]
+__all__ = ["EMPTY_LANGUAGE", "ir_to_dfa"]
 
-
-def regex_to_dfa(pattern: str, limits: Limits | None = None) -> ByteDFA:
-    """Compile an ECMA-262 pattern (full-match semantics) to a minimal byte DFA.
-
-    Parameters
-    ----------
-    pattern
-        The pattern (see :func:`tokensieve.grammar.regex.parse_regex`).
-    limits
-        Resource bounds.
-
-    Returns
-    -------
-    ByteDFA
-        Minimal and trimmed; accepts exactly the UTF-8 encodings of the strings
-        the pattern matches in full.
-
-    Raises
-    ------
-    GrammarError
-        For invalid or unsupported syntax, or a pattern that matches no string.
-    LimitExceeded
-        When a limit is exceeded.
-    """
-    limits = limits or Limits()
-    node = parse_regex(pattern, limits)
-    try:
-        return ir_to_dfa(node, limits)
-    except GrammarError as exc:
-        if exc.source is None and exc.message == _EMPTY_LANGUAGE:
-            raise GrammarError(_EMPTY_LANGUAGE, pattern) from None
-        raise
-
-
-_EMPTY_LANGUAGE = "pattern matches no string"
+#: the message of the GrammarError for a language without strings
+EMPTY_LANGUAGE = "pattern matches no string"
 
 
 def ir_to_dfa(node: Node, limits: Limits | None = None, *, blank_runs: int | None = None) -> ByteDFA:
@@ -87,7 +53,7 @@ def ir_to_dfa(node: Node, limits: Limits | None = None, *, blank_runs: int | Non
     """
     limits = limits or Limits()
     if is_nothing(node):
-        raise GrammarError(_EMPTY_LANGUAGE)
+        raise GrammarError(EMPTY_LANGUAGE)
     plan = plan_splice(node)
     excluded: frozenset[Automaton] = frozenset()
     for _ in range(_SPLICE_ATTEMPTS):
@@ -130,7 +96,7 @@ def _determinized(node: Node, limits: Limits) -> ByteDFA:
         if nfa.has_dead:
             edges = trim_edges(edges)  # type: ignore[arg-type]
             if edges is None:
-                raise GrammarError(_EMPTY_LANGUAGE)
+                raise GrammarError(EMPTY_LANGUAGE)
         return _expand_edges(minimize_edges(edges), cdfa.class_of_byte)  # type: ignore[arg-type]
     rows = cdfa.rows
     accepting = (
@@ -139,7 +105,7 @@ def _determinized(node: Node, limits: Limits) -> ByteDFA:
     if nfa.has_dead:
         trimmed = trim(rows, accepting)
         if trimmed is None:
-            raise GrammarError(_EMPTY_LANGUAGE)
+            raise GrammarError(EMPTY_LANGUAGE)
         rows, accepting = trimmed
     rows, accepting = minimize(rows, accepting)
     return _expand(rows, accepting, cdfa)

@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import LimitExceeded
-from ..grammar.ir import Automaton, Node, repeat
+from ..ir.nodes import Automaton, Node, repeat
 from ..limits import Limits
 from .blank_runs import BLANK
 from .build import ir_to_dfa

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .blank_runs import BlankChains
+    from .blank_chains import BlankChains
     from .layers import LayerCopies
 
 __all__ = ["ByteDFA"]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..grammar.ir import Automaton, Node
+from ..ir.nodes import Automaton, Node
 from ..limits import Limits
 from .build import ir_to_dfa
 from .dfa import ByteDFA

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memo import BoundedMemo
-from ..grammar.ir import Automaton
+from ..ir.nodes import Automaton
+from .nfa import automaton_runs
 
 __all__ = ["ExplicitLayers", "LayerCopies", "Layers", "Unit", "layers_of", "mark_layered"]
 
@@ -199,8 +200,6 @@ class Unit:
     @classmethod
     def of(cls, node: Automaton, layers: Layers) -> Unit:
         """The unit of ``node``, read off its first layer."""
-        from .nfa import automaton_runs  # (nfa imports the IR stage that builds layered automata)
-
         width = layers.width
         src, lo, hi, dst = automaton_runs(node)
         first = int(np.searchsorted(src, width))  # the runs are sorted by source: layer 0's come first

@@ -8,7 +8,7 @@ fragment's nodes are numbered contiguously, so a bounded repetition copies its
 body by offsetting node numbers. The size is checked against
 ``Limits.max_nfa_states`` before anything is copied.
 
-An embedded :class:`~tokensieve.grammar.ir.Automaton` becomes one epsilon node
+An embedded :class:`~tokensieve.ir.nodes.Automaton` becomes one epsilon node
 per automaton state, followed by one byte node per distinct target of that
 state (its byte ranges merged), with the accepting states linked to the exit.
 """
@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import GrammarError, LimitExceeded
-from ..grammar.ir import (
+from ..ir.nodes import (
     EMPTY,
     Alt,
     Automaton,
@@ -350,7 +350,7 @@ def build_nfa(node: Node, limits: Limits | None = None) -> ByteNFA:
     Parameters
     ----------
     node
-        A regex IR node (no :class:`~tokensieve.grammar.ir.RuleRef` left).
+        A regex IR node (no :class:`~tokensieve.ir.nodes.RuleRef` left).
     limits
         ``max_nfa_states`` bounds the number of nodes.
 

@@ -2,8 +2,8 @@
 
 :func:`intersect`, :func:`difference` and :func:`complement` combine
 :class:`ByteDFA` values by the product construction; the ``ir_*`` functions do
-the same for regex IR nodes and return an :class:`~tokensieve.grammar.ir.Automaton`
-node (or :data:`~tokensieve.grammar.ir.NOTHING` for an empty result) that can be
+the same for regex IR nodes and return an :class:`~tokensieve.ir.nodes.Automaton`
+node (or :data:`~tokensieve.ir.nodes.NOTHING` for an empty result) that can be
 used anywhere in a regex or grammar.
 
 The product is built breadth-first, one whole frontier of state pairs at a
@@ -28,8 +28,8 @@ import numpy as np
 from .._arrays import sorted_unique
 from .._memo import BoundedMemo
 from ..errors import GrammarError, LimitExceeded
-from ..grammar.cfg import referenced_rules
-from ..grammar.ir import (
+from ..ir.grammar import referenced_rules
+from ..ir.nodes import (
     NOTHING,
     Alt,
     Automaton,
@@ -106,7 +106,7 @@ def dfa_to_ir(dfa: ByteDFA) -> Automaton:
 
 
 def stored_dfa(node: Automaton) -> ByteDFA:
-    """The automaton of an :class:`~tokensieve.grammar.ir.Automaton` node as it is stored.
+    """The automaton of an :class:`~tokensieve.ir.nodes.Automaton` node as it is stored.
 
     Parameters
     ----------
@@ -125,7 +125,7 @@ def stored_dfa(node: Automaton) -> ByteDFA:
 
 
 def automaton_to_dfa(node: Automaton, limits: Limits | None = None) -> ByteDFA:
-    """The minimal, trimmed byte DFA of an :class:`~tokensieve.grammar.ir.Automaton` node.
+    """The minimal, trimmed byte DFA of an :class:`~tokensieve.ir.nodes.Automaton` node.
 
     Parameters
     ----------
@@ -810,16 +810,16 @@ def ir_intersect(x: Node, y: Node, limits: Limits | None = None) -> Node:
     ----------
     x, y
         Regex IR nodes without rule references (they may be or contain
-        :class:`~tokensieve.grammar.ir.Automaton` nodes).
+        :class:`~tokensieve.ir.nodes.Automaton` nodes).
     limits
         The automaton limits apply to building each operand and the product.
 
     Returns
     -------
     Node
-        An :class:`~tokensieve.grammar.ir.Automaton`, or
-        :data:`~tokensieve.grammar.ir.NOTHING` when no string matches both
-        (test with :func:`~tokensieve.grammar.ir.is_nothing`).
+        An :class:`~tokensieve.ir.nodes.Automaton`, or
+        :data:`~tokensieve.ir.nodes.NOTHING` when no string matches both
+        (test with :func:`~tokensieve.ir.nodes.is_nothing`).
 
     Raises
     ------
@@ -844,8 +844,8 @@ def ir_difference(x: Node, y: Node, limits: Limits | None = None) -> Node:
     Returns
     -------
     Node
-        An :class:`~tokensieve.grammar.ir.Automaton`, ``x`` itself when ``y``
-        matches nothing, or :data:`~tokensieve.grammar.ir.NOTHING` when
+        An :class:`~tokensieve.ir.nodes.Automaton`, ``x`` itself when ``y``
+        matches nothing, or :data:`~tokensieve.ir.nodes.NOTHING` when
         every string of ``x`` matches ``y``.
 
     Raises

@@ -28,8 +28,8 @@ import numpy as np
 
 from .._memo import BoundedMemo
 from ..errors import GrammarError, LimitExceeded
-from ..grammar.cfg import Grammar, referenced_rules
-from ..grammar.ir import (
+from ..ir.grammar import Grammar, referenced_rules
+from ..ir.nodes import (
     EMPTY,
     NOTHING,
     Alt,
@@ -47,7 +47,7 @@ from ..grammar.ir import (
     literal,
     repeat,
 )
-from ..limits import Limits
+from ..limits import RECURSIVE_RULES_CAP, Limits
 from .blank_runs import BLANK
 from .build import ir_to_dfa
 from .counted import blank_run
@@ -57,7 +57,7 @@ from .nfa import automaton_runs
 __all__ = ["RuleNetwork", "compile_grammar_automaton"]
 
 _MARKER_LEAD = 0xF8
-_MAX_RECURSIVE_RULES = (0x100 - _MARKER_LEAD) * 256
+assert (0x100 - _MARKER_LEAD) * 256 == RECURSIVE_RULES_CAP  # the rules two marker bytes can number
 
 _RuleAutomaton = tuple[np.ndarray, np.ndarray, int, tuple[tuple[tuple[int, int], ...], ...]]
 
@@ -145,8 +145,8 @@ def compile_grammar_automaton(
     if not recursive:
         return ir_to_dfa(inlined.expand(grammar.root), limits, blank_runs=blank_runs)
     names = sorted(recursive | {grammar.root}, key=lambda n: (n != grammar.root, n))
-    if len(names) > _MAX_RECURSIVE_RULES:
-        raise LimitExceeded("max_grammar_rules", _MAX_RECURSIVE_RULES, "too many recursive rules")
+    if len(names) > limits.max_recursive_rules:
+        raise LimitExceeded("max_recursive_rules", limits.max_recursive_rules, f"{len(names)} recursive rules")
     index = {n: i for i, n in enumerate(names)}
     bodies = {n: inlined.expand(n) for n in names}
     for n, body in bodies.items():

@@ -6,7 +6,7 @@ three of them has a 100k-state DFA whose every state the subset construction
 and the minimisation would visit again, although each embedded automaton is
 already minimal and the quotes around it leave nothing to decide.
 
-So :func:`plan_splice` replaces each large :class:`~tokensieve.grammar.ir.Automaton`
+So :func:`plan_splice` replaces each large :class:`~tokensieve.ir.nodes.Automaton`
 leaf by a two-byte *placeholder* (lead byte ``0xF5``, which UTF-8 never
 contains, then the automaton's number), the small skeleton is determinised
 and minimised as usual, and :func:`splice` substitutes the automata back
@@ -39,7 +39,7 @@ import numpy as np
 
 from .._memo import BoundedMemo
 from ..errors import LimitExceeded
-from ..grammar.ir import (
+from ..ir.nodes import (
     EMPTY,
     Alt,
     Automaton,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..grammar.ir import MAX_CODE_POINT, SURROGATES
+from ..ir.nodes import MAX_CODE_POINT, SURROGATES
 
 __all__ = ["utf8_sequences", "class_sequences", "ClassAutomaton", "class_automaton"]
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..automata.blank_runs import BLANKS, IS_BLANK
+from ..automata.blank_chains import BLANKS, IS_BLANK
 from .count_rows import CountRows
 
 if TYPE_CHECKING:

@@ -13,10 +13,11 @@ from .._arrays import sorted_unique
 from ..bitmask import copy_friendly, friendly_zeros
 from ..limits import Limits
 from .char_chains import MAX_CHAIN
+from .constraint import CompiledConstraint
 from .shared_masks import SHARE_DEPTH, mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
-from .unit_needs import UnitNeeds, unit_needs_for
-from .vocab_cache import mask_builder_for
+from .unit_needs import UnitNeeds
+from .vocab_cache import mask_builder_for, unit_needs_for
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
@@ -62,7 +63,7 @@ _PACK_AT_ONCE_BYTES = 8 << 20
 _UNKNOWN = object()
 
 
-class CompiledGrammar:
+class CompiledGrammar(CompiledConstraint):
     """A constraint compiled against one vocabulary.
 
     A compiled grammar is an immutable value: its automaton and vocabulary never
@@ -168,8 +169,17 @@ class CompiledGrammar:
         """Whether the text that led to ``state`` is a complete match."""
         return bool(self._accepting[state])
 
-    def row(self, state: int) -> list[int]:
-        """Transitions of ``state`` as a Python list (memoised; fast to index)."""
+    def row(self, state: int) -> np.ndarray:
+        """``int32 (256,)``, read-only: the state after each byte of ``state`` (-1: the byte is not allowed)."""
+        table = self._transitions
+        if table is not None:
+            return table[state]
+        out = np.array(self._row_list(state), dtype=np.int32)
+        out.setflags(write=False)
+        return out
+
+    def _row_list(self, state: int) -> list[int]:
+        """:meth:`row` as a Python list (memoised; fast to index byte by byte)."""
         row = self._rows.get(state)
         if row is None:
             table = self._transitions
@@ -189,7 +199,7 @@ class CompiledGrammar:
     def step_bytes(self, state: int, data: bytes) -> int:
         """State after ``data`` from ``state``, or -1 if ``data`` leaves the language."""
         for byte in data:
-            state = self.row(state)[byte]
+            state = self._row_list(state)[byte]
             if state < 0:
                 return -1
         return state

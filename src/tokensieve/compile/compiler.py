@@ -11,10 +11,16 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..automata.blank_runs import RunsNotCountable
+from ..automata.choices import choices_to_dfa
 from ..automata.dfa import ByteDFA
 from ..automata.pushdown import RuleNetwork, compile_grammar_automaton
-from ..errors import GrammarError
-from ..grammar.cfg import Grammar
+from ..errors import GrammarError, LimitExceeded, SchemaError
+from ..grammar.ebnf import parse_ebnf
+from ..grammar.gbnf import parse_gbnf
+from ..grammar.json_schema import canonical_key, schema_to_grammar
+from ..grammar.lark import parse_lark
+from ..grammar.regex import regex_to_dfa
+from ..ir.grammar import Grammar
 from ..limits import Limits
 from .compiled_grammar import CompiledGrammar
 from .disk_cache import DiskCache, cache_key
@@ -143,8 +149,6 @@ class GrammarCompiler:
         LimitExceeded
             When the automaton would exceed ``limits``.
         """
-        from ..automata import regex_to_dfa
-
         if not isinstance(pattern, str):
             raise TypeError(f"pattern must be a str, not {type(pattern).__name__}")
         return self._compile(("regex", pattern), lambda: (regex_to_dfa(pattern, self.limits), ()), pattern)
@@ -159,8 +163,6 @@ class GrammarCompiler:
         LimitExceeded
             When the list exceeds ``limits.max_choices`` or ``limits.max_choice_bytes``.
         """
-        from ..automata import choices_to_dfa
-
         if isinstance(choices, (str, bytes)):
             raise TypeError("choices must be a sequence of strings, not a single string")
         items = list(choices)
@@ -180,7 +182,7 @@ class GrammarCompiler:
         Parameters
         ----------
         grammar
-            Grammar text, or a :class:`~tokensieve.grammar.cfg.Grammar` IR value.
+            Grammar text, or a :class:`~tokensieve.ir.grammar.Grammar` IR value.
         syntax
             The text's syntax: ``"ebnf"`` (W3C style, as xgrammar accepts),
             ``"gbnf"`` (llama.cpp) or ``"lark"``.
@@ -208,19 +210,17 @@ class GrammarCompiler:
             source = f"<grammar with {len(ir.rules)} rules>"
         elif isinstance(grammar, str):
             if len(grammar) > self.limits.max_pattern_length:
-                from ..errors import LimitExceeded
-
                 raise LimitExceeded(
                     "max_pattern_length",
                     self.limits.max_pattern_length,
                     f"grammar text of {len(grammar)} characters",
                 )
             if syntax == "gbnf":
-                ir = Grammar.from_gbnf(grammar, root=root or "root")
+                ir = parse_gbnf(grammar, root=root or "root")
             elif syntax == "ebnf":
-                ir = Grammar.from_ebnf(grammar, root=root or "root")
+                ir = parse_ebnf(grammar, root=root or "root")
             elif syntax == "lark":
-                ir = Grammar.from_lark(grammar, root=root or "start")
+                ir = parse_lark(grammar, root=root or "start")
             else:
                 raise GrammarError(f"unknown grammar syntax {syntax!r}: use 'ebnf', 'gbnf' or 'lark'")
             key_text = f"{syntax}\x00{root}\x00{grammar}"
@@ -286,8 +286,6 @@ class GrammarCompiler:
         LimitExceeded
             When a configured limit is exceeded.
         """
-        from ..grammar.json_schema import canonical_key, schema_to_grammar
-
         options = {
             "whitespace": whitespace,
             "indent": indent,
@@ -298,8 +296,6 @@ class GrammarCompiler:
         }
         key_text = canonical_key(schema, options)
         if len(key_text) > self.limits.max_pattern_length * 8:
-            from ..errors import LimitExceeded
-
             raise LimitExceeded(
                 "max_pattern_length",
                 self.limits.max_pattern_length * 8,
@@ -325,8 +321,6 @@ class GrammarCompiler:
             return build_automaton(), found.get("unenforced", ())
 
         def build_automaton() -> Any:
-            from ..errors import LimitExceeded, SchemaError
-
             try:
                 try:
                     return automaton(lower())

@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 
-from .token_masks import or_distinct_bits
+from .._arrays import or_distinct_bits
 
 __all__ = ["CountRows"]
 

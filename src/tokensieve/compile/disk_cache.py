@@ -55,7 +55,7 @@ _ALLOWED = {
     ("numpy._core.numeric", "_frombuffer"),
     ("tokensieve.automata.dfa", "ByteDFA"),
     ("tokensieve.automata.dfa", "_from_edges"),
-    ("tokensieve.automata.blank_runs", "BlankChains"),
+    ("tokensieve.automata.blank_chains", "BlankChains"),
     ("tokensieve.automata.layers", "LayerCopies"),
     ("tokensieve.automata.layers", "Unit"),
     ("tokensieve.automata.pushdown", "RuleNetwork"),

@@ -37,6 +37,7 @@ from ..automata.pushdown import RuleNetwork
 from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
+from .constraint import CompiledConstraint
 from .shared_masks import mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
 from .vocab_cache import mask_builder_for
@@ -89,7 +90,7 @@ _SHARED_WALKS_LOCK = threading.Lock()
 _SHARED_CLASSES: BoundedMemo[tuple[tuple[Any, ...], np.ndarray]] = BoundedMemo(max_size=16 << 20)
 
 
-class CompiledPushdownGrammar:
+class CompiledPushdownGrammar(CompiledConstraint):
     """A recursive grammar compiled against one vocabulary.
 
     It offers the state-machine interface that :class:`~tokensieve.GrammarMatcher`
@@ -235,13 +236,15 @@ class CompiledPushdownGrammar:
         return bool(self._escape[state])
 
     def row(self, state: int) -> np.ndarray:
-        """The 256 successor states of ``state`` (-1: byte not allowed)."""
+        """``int32 (256,)``, read-only: the state after each byte of ``state`` (-1: the byte is not allowed)."""
         with self._lock:
             if not self._known[state]:
                 self._fill_row(state)
             if state in self._pending:
                 self._resolve(state, None)
-            return self._table[state]
+            row = self._table[state].view()
+        row.setflags(write=False)
+        return row
 
     def step_bytes(self, state: int, data: bytes) -> int:
         """State after ``data``, or -1 when some byte leaves the language."""

@@ -32,10 +32,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._arrays import or_distinct_bits
 from .._memo import BoundedMemo
 from ..bitmask import friendly_zeros
 from .char_chains import NOT_OF_KIND, token_needs
-from .token_masks import or_distinct_bits
 
 __all__ = ["LongTokens", "SHARE_DEPTH", "mask_representatives"]
 

@@ -58,7 +58,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._arrays import concat_ranges as _ranges
-from ..automata.blank_runs import IS_BLANK, BlankChains, CopyRows
+from .._arrays import or_distinct_bits
+from ..automata.blank_chains import IS_BLANK, BlankChains, CopyRows
 from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
 from .char_chains import PLAIN_SET, chain_lengths, class_chains, node_chain_needs, node_suffix_needs
@@ -79,7 +80,6 @@ __all__ = [
     "MaskBatch",
     "TokenMaskBuilder",
     "WalkBudget",
-    "or_distinct_bits",
 ]
 
 _ONE = np.uint64(1)
@@ -105,12 +105,6 @@ _MAX_REGIONS = 32
 _MAX_JUMPS = 256
 #: a mask with more tokens than ``num_tokens // _DENSE_FRACTION`` is built dense
 _DENSE_FRACTION = 16
-#: bit lists at least this long are or-ed in by a ``bincount`` (see :func:`or_distinct_bits`)
-_BINCOUNT_MIN = 256
-#: ... when they fill at least one word in this many (a ``bincount`` costs a pass over the whole row)
-_BINCOUNT_DENSITY = 8
-#: ... and lists of at most this many by a plain loop
-_LOOP_MAX = 5
 #: a packed row of more tokens than this is made from a boolean row (see :meth:`TokenMaskBuilder._pack_rows`)
 _FEW_TOKENS = 640
 
@@ -189,25 +183,6 @@ def walk_in_chunks(
             half = chunk.size // 2
             chunks += [chunk[half:], chunk[:half]]
     return True
-
-
-def or_distinct_bits(out: np.ndarray, words: np.ndarray, bits: np.ndarray) -> None:
-    """``out[words[i]] |= bits[i]`` for every ``i``, where no ``(word, bit)`` pair repeats.
-
-    ``np.bitwise_or.at`` costs tens of nanoseconds per element; for long lists a
-    ``bincount`` is several times faster: distinct bits of one word add up to
-    their union, exactly, in float64. ``out`` is ``int32`` or ``uint32``.
-    """
-    if words.size <= _LOOP_MAX:  # a few: a plain loop (ufunc.at costs microseconds per call)
-        for w, b in zip(words.tolist(), bits.tolist(), strict=True):
-            out[w] |= b
-        return
-    if words.size < _BINCOUNT_MIN or words.size * _BINCOUNT_DENSITY < out.size:
-        np.bitwise_or.at(out, words, bits)  # few bits, or sparse in a long row: ``at`` is linear in them
-        return
-    weights = bits.view(np.uint32) if bits.dtype == np.int32 else bits
-    union = np.bincount(words, weights=weights, minlength=out.size).astype(np.uint32)
-    out |= union.view(out.dtype)
 
 
 def _step(trans: np.ndarray, state: np.ndarray, byte: np.ndarray | int) -> np.ndarray:

@@ -29,7 +29,6 @@ mask has the same stop bits, since both accept or not alike).
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -40,9 +39,8 @@ from .count_rows import CountRows
 if TYPE_CHECKING:
     from ..automata.layers import Unit
     from ..vocab.trie import TokenTrie
-    from .token_masks import TokenMaskBuilder
 
-__all__ = ["UnitNeeds", "unit_counts", "unit_needs_for"]
+__all__ = ["UnitNeeds", "unit_counts"]
 
 
 def unit_counts(
@@ -185,34 +183,3 @@ class UnitNeeds:
 #: a place's counts are kept per token of the vocabulary when more than this fraction of its tokens
 #: have one (2 bytes a token), else as the list of those tokens (6 bytes each)
 _SPARSE_AT_MOST = 3
-
-_lock = threading.Lock()
-#: units remembered per vocabulary (every JSON string shares one)
-_MAX_UNITS = 8
-#: and the bytes they may hold together when one more is remembered (a unit of 256 counted places
-#: that most tokens are read from holds 67 MB for 131k tokens; a string's 0.4 MB, an e-mail's 8 MB)
-_MAX_UNIT_BYTES = 128 << 20
-
-
-def unit_needs_for(builder: TokenMaskBuilder, unit: Unit) -> UnitNeeds:
-    """The :class:`UnitNeeds` of ``unit`` over ``builder``'s vocabulary, built once (per process).
-
-    Kept on the builder (``builder.unit_needs``, counted in its ``nbytes``):
-    the :data:`_MAX_UNITS` most recent, fewer when they would hold more than
-    :data:`_MAX_UNIT_BYTES` with the new one (a grammar keeps those it uses).
-    """
-    known = builder.unit_needs
-    with _lock:
-        hit = known.get(unit.key)
-    if hit is not None:
-        return hit
-    made = UnitNeeds(builder.trie, unit, builder.vocab_size, builder.num_words)
-    with _lock:
-        hit = known.get(unit.key)
-        if hit is not None:
-            return hit
-        held = made.nbytes + sum(u.nbytes for u in known.values())
-        while known and (len(known) >= _MAX_UNITS or held > _MAX_UNIT_BYTES):
-            held -= known.pop(next(iter(known))).nbytes
-        known[unit.key] = made
-        return made

@@ -1,8 +1,8 @@
-"""Front ends: constraint languages lowered to the regex IR (:mod:`tokensieve.grammar.ir`)."""
+"""Front ends: constraint languages lowered to the IR (:mod:`tokensieve.ir`)."""
 
 from __future__ import annotations
 
 from . import ir
-from .regex import parse_regex
+from .regex import parse_regex, regex_to_dfa
 
-__all__ = ["ir", "parse_regex"]
+__all__ = ["ir", "parse_regex", "regex_to_dfa"]

@@ -23,9 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import GrammarError, LimitExceeded
-from ..limits import Limits
-from .cfg import Grammar
-from .ir import (
+from ..ir.grammar import Grammar
+from ..ir.nodes import (
     MAX_CODE_POINT,
     NOTHING,
     RuleRef,
@@ -36,7 +35,8 @@ from .ir import (
     literal,
     repeat,
 )
-from .ir import Node as IRNode
+from ..ir.nodes import Node as IRNode
+from ..limits import Limits
 from .regex import DIGIT, SPACE, WORD
 
 __all__ = ["Dialect", "parse_bnf"]

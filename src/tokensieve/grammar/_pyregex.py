@@ -30,12 +30,12 @@ import unicodedata
 from collections.abc import Callable
 
 from ..errors import GrammarError, LimitExceeded
-from ..limits import Limits
-from .ir import (
+from ..ir.nodes import (
     MAX_CODE_POINT,
     Node,
     normalize_ranges,
 )
+from ..limits import Limits
 from .regex import parse_regex
 
 __all__ = ["parse_python_regex", "case_variants", "case_close"]

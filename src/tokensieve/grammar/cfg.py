@@ -1,142 +1,45 @@
-"""Context-free grammars in the IR: named rules whose bodies are regex IR nodes.
+"""The IR :class:`~tokensieve.ir.grammar.Grammar` with its constructors from grammar text.
 
-A :class:`Grammar` is what every grammar front end (GBNF, EBNF, Lark, JSON
-Schema) produces. Rule bodies are :mod:`tokensieve.grammar.ir` nodes that may
-contain :class:`~tokensieve.grammar.ir.RuleRef` nodes naming other rules. The
-automaton stage inlines references to rules that are not recursive, so a
-grammar that is regular costs exactly what a regex costs.
+The grammar value itself lives in :mod:`tokensieve.ir.grammar`, below the
+front ends and the automaton stage, which therefore cannot name the parsers;
+this subclass adds what only the front ends know: reading GBNF, EBNF and Lark
+text. It compares equal to an IR grammar of the same rules and root, and
+everything that takes a grammar takes either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
-from ..errors import GrammarError
-from .ir import Alt, Concat, Node, Repeat, RuleRef
+from ..ir import grammar as _ir
+from ..ir.grammar import referenced_rules
+from .ebnf import parse_ebnf
+from .gbnf import parse_gbnf
+from .lark import parse_lark
 
 __all__ = ["Grammar", "referenced_rules"]
 
 
-def referenced_rules(node: Node) -> list[str]:
-    """The distinct names of the rules that ``node`` references, in order of first reference.
+class Grammar(_ir.Grammar):
+    """A context-free grammar over bytes (see :class:`tokensieve.ir.grammar.Grammar`), readable from text."""
 
-    A subtree shared by several parents (the IR is a DAG: string characters,
-    whitespace and formats are built once and reused) is read once, so the
-    cost is the number of distinct nodes, not of paths.
-
-    Parameters
-    ----------
-    node
-        A regex IR node.
-
-    Returns
-    -------
-    list of str
-    """
-    names: dict[str, None] = {}
-    seen: set[int] = set()
-    stack: list[Node] = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, RuleRef):
-            names[n.name] = None
-        elif isinstance(n, (Concat, Alt)):
-            if id(n) not in seen:
-                seen.add(id(n))
-                stack.extend(reversed(n.items))
-        elif isinstance(n, Repeat) and id(n) not in seen:
-            seen.add(id(n))
-            stack.append(n.item)
-    return list(names)
-
-
-@dataclass(frozen=True)
-class Grammar:
-    """A context-free grammar over bytes.
-
-    Parameters
-    ----------
-    rules
-        Rule name to body. Bodies are regex IR nodes that may reference rules.
-    root
-        Name of the start rule.
-
-    Raises
-    ------
-    GrammarError
-        When ``root`` is not a rule or a body references an undefined rule.
-    """
-
-    rules: Mapping[str, Node]
-    root: str = "root"
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-    _references: Mapping[str, tuple[str, ...]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
-
-    def __post_init__(self) -> None:
-        rules = dict(self.rules)
-        if self.root not in rules:
-            raise GrammarError(f"the grammar has no rule named {self.root!r} to start from")
-        references = {name: tuple(referenced_rules(body)) for name, body in rules.items()}
-        for name, refs in references.items():
-            for ref in refs:
-                if ref not in rules:
-                    raise GrammarError(f"rule {name!r} references the undefined rule {ref!r}")
-        self._settle(rules, references)
-
-    def _settle(self, rules: dict[str, Node], references: dict[str, tuple[str, ...]]) -> None:
-        object.__setattr__(self, "rules", rules)
-        object.__setattr__(self, "_references", references)
-        object.__setattr__(
-            self, "_hash", hash((self.root, tuple(sorted(rules.items(), key=lambda kv: kv[0]))))
-        )
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def references(self, name: str) -> tuple[str, ...]:
-        """The distinct names of the rules that rule ``name``'s body references (see :func:`referenced_rules`)."""
-        return self._references[name]
-
-    def reachable(self) -> Grammar:
-        """The same grammar without the rules that the root cannot reach (``self`` when there are none)."""
-        seen = {self.root}
-        todo = [self.root]
-        while todo:
-            for ref in self._references[todo.pop()]:
-                if ref not in seen:
-                    seen.add(ref)
-                    todo.append(ref)
-        if len(seen) == len(self.rules):
-            return self
-        # a subset of a valid grammar's rules, closed under reference: valid, and its references known
-        kept = object.__new__(Grammar)
-        object.__setattr__(kept, "root", self.root)
-        kept._settle(
-            {k: v for k, v in self.rules.items() if k in seen},
-            {k: v for k, v in self._references.items() if k in seen},
-        )
-        return kept
+    @classmethod
+    def _of(cls, grammar: _ir.Grammar) -> Grammar:
+        """``grammar`` as this class (already checked: not checked again)."""
+        made = object.__new__(cls)
+        object.__setattr__(made, "root", grammar.root)
+        made._settle(dict(grammar.rules), {name: grammar.references(name) for name in grammar.rules})
+        return made
 
     @classmethod
     def from_gbnf(cls, text: str, *, root: str = "root") -> Grammar:
         """Parse llama.cpp GBNF text (see :mod:`tokensieve.grammar.gbnf`)."""
-        from .gbnf import parse_gbnf
-
-        return parse_gbnf(text, root=root)
+        return cls._of(parse_gbnf(text, root=root))
 
     @classmethod
     def from_ebnf(cls, text: str, *, root: str = "root") -> Grammar:
         """Parse W3C-style EBNF text as xgrammar accepts it (see :mod:`tokensieve.grammar.ebnf`)."""
-        from .ebnf import parse_ebnf
-
-        return parse_ebnf(text, root=root)
+        return cls._of(parse_ebnf(text, root=root))
 
     @classmethod
     def from_lark(cls, text: str, *, root: str = "start") -> Grammar:
         """Parse a Lark grammar (see :mod:`tokensieve.grammar.lark`)."""
-        from .lark import parse_lark
-
-        return parse_lark(text, root=root)
+        return cls._of(parse_lark(text, root=root))

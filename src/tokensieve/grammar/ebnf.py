@@ -1,4 +1,4 @@
-"""W3C-style EBNF as xgrammar accepts it, to a :class:`~tokensieve.grammar.cfg.Grammar`.
+"""W3C-style EBNF as xgrammar accepts it, to a :class:`~tokensieve.ir.grammar.Grammar`.
 
 The notation of the XML specification with xgrammar's changes: rules are
 ``name ::= body``; names use ``[a-zA-Z0-9_.-]`` and do not start with a digit;
@@ -47,9 +47,9 @@ from __future__ import annotations
 
 import string
 
+from ..ir.grammar import Grammar
 from ..limits import Limits
 from ._bnf import Dialect, parse_bnf
-from .cfg import Grammar
 
 __all__ = ["EBNF", "parse_ebnf"]
 

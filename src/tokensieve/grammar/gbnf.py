@@ -1,4 +1,4 @@
-"""GBNF, the grammar syntax of llama.cpp, to a :class:`~tokensieve.grammar.cfg.Grammar`.
+"""GBNF, the grammar syntax of llama.cpp, to a :class:`~tokensieve.ir.grammar.Grammar`.
 
 A grammar is a list of rules ``name ::= body``. Rule names use ``[a-zA-Z0-9-]``
 (``_`` is accepted too). A body is made of
@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import string
 
+from ..ir.grammar import Grammar
 from ..limits import Limits
 from ._bnf import Dialect, parse_bnf
-from .cfg import Grammar
 
 __all__ = ["GBNF", "parse_gbnf"]
 

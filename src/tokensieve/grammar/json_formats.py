@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from .ir import Node, alt, concat, literal
+from ..ir.nodes import Node, alt, concat, literal
 from .regex import parse_regex
 
 __all__ = ["FORMATS", "LEAP_OFFSET_MINUTES", "format_content"]

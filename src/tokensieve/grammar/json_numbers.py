@@ -14,8 +14,8 @@ text spelled.
 What is left out (sound, slightly incomplete): texts with an exponent
 (``1e3``, ``2.5E-1``) are produced only by :func:`json_number` without bounds
 and without ``multiple_of``; bounded numbers and all integers are written
-without exponent. An empty range gives :data:`~tokensieve.grammar.ir.NOTHING`
-(test with :func:`~tokensieve.grammar.ir.is_nothing`, or ask
+without exponent. An empty range gives :data:`~tokensieve.ir.nodes.NOTHING`
+(test with :func:`~tokensieve.ir.nodes.is_nothing`, or ask
 :func:`integer_range_is_empty` / :func:`number_range_is_empty` first).
 """
 
@@ -25,16 +25,13 @@ import math
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..automata.dfa import ByteDFA
+from ..automata.ops import dfa_to_ir, ir_intersect
 from ..errors import LimitExceeded
-from ..limits import Limits
-
-if TYPE_CHECKING:
-    from ..automata.dfa import ByteDFA
-from .ir import (
+from ..ir.nodes import (
     EMPTY,
     NOTHING,
     Node,
@@ -48,6 +45,7 @@ from .ir import (
     repeat,
     star,
 )
+from ..limits import Limits
 
 __all__ = [
     "Bound",
@@ -467,8 +465,6 @@ def _multiples_dfa(p: int, j: int) -> ByteDFA:
     follow the remainder modulo ``p`` of the digits read so far, and in the
     fraction also how many digits were read (up to ``j``; later digits must be 0).
     """
-    from ..automata.dfa import ByteDFA
-
     digits = np.arange(10, dtype=np.int64)
     residues = np.arange(p, dtype=np.int64)
     start, minus, zero = 0, 1, 2
@@ -514,8 +510,6 @@ def _multiples_dfa(p: int, j: int) -> ByteDFA:
 
 def _intersect_multiples(base: Node, p: int, j: int, limits: Limits | None) -> Node:
     """``base`` restricted to values that are multiples of ``p / 10**j``."""
-    from ..automata.ops import dfa_to_ir, ir_intersect
-
     limits = limits or Limits()
     if is_nothing(base):
         return NOTHING

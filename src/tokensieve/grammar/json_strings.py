@@ -30,9 +30,9 @@ import dataclasses
 from collections.abc import Iterable
 from functools import lru_cache
 
+from ..automata.counted import cached_counted_repeat
 from ..errors import GrammarError
-from ..limits import Limits
-from .ir import (
+from ..ir.nodes import (
     EMPTY,
     MAX_CODE_POINT,
     NOTHING,
@@ -52,6 +52,7 @@ from .ir import (
     repeat,
     star,
 )
+from ..limits import Limits
 from .json_numbers import fixed_width_range
 from .lookahead import build_lookaheads, find_lookaheads
 from .regex import check_pattern_length, parse_regex
@@ -259,8 +260,6 @@ def _counted_class(item: Node, content: Node, low: int, high: int | None, limits
         or len(item.ranges) <= _COUNTED_CLASS_RANGES
     ):
         return None
-    from ..automata.counted import cached_counted_repeat
-
     return cached_counted_repeat(content, low, high, limits)
 
 

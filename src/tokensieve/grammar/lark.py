@@ -1,4 +1,4 @@
-"""Lark grammars to a :class:`~tokensieve.grammar.cfg.Grammar`.
+"""Lark grammars to a :class:`~tokensieve.ir.grammar.Grammar`.
 
 Supported syntax
 ----------------
@@ -66,10 +66,8 @@ import re
 from dataclasses import dataclass
 
 from ..errors import GrammarError, LimitExceeded
-from ..limits import Limits
-from ._pyregex import case_variants, parse_python_regex
-from .cfg import Grammar
-from .ir import (
+from ..ir.grammar import Grammar
+from ..ir.nodes import (
     EMPTY,
     RuleRef,
     alt,
@@ -81,7 +79,9 @@ from .ir import (
     repeat,
     star,
 )
-from .ir import Node as IRNode
+from ..ir.nodes import Node as IRNode
+from ..limits import Limits
+from ._pyregex import case_variants, parse_python_regex
 from .regex import parse_regex
 
 __all__ = ["COMMON", "IGNORE_RULE", "parse_lark"]

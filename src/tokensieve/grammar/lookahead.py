@@ -27,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..automata.ops import ir_difference, ir_intersect
 from ..errors import GrammarError, LimitExceeded
+from ..ir.nodes import EMPTY, Node, alt, concat, is_nothing
 from ..limits import Limits
-from .ir import EMPTY, Node, alt, concat, is_nothing
 
 __all__ = ["TopLevelLookaheads", "find_lookaheads", "build_lookaheads"]
 
@@ -237,8 +238,6 @@ def build_lookaheads(
         intersection or a difference exceeds the automaton limits (the
         pattern's length is the caller's to check, as for any pattern).
     """
-    from ..automata.ops import ir_difference, ir_intersect
-
     limits = limits or Limits()
     count = sum(kind != "match" for kind, _, _ in found.pieces)
     if count > limits.max_lookaheads:

@@ -27,9 +27,10 @@ outside classes and matches nothing inside them.
 
 from __future__ import annotations
 
+from ..automata.build import EMPTY_LANGUAGE, ir_to_dfa
+from ..automata.dfa import ByteDFA
 from ..errors import GrammarError, LimitExceeded
-from ..limits import Limits
-from .ir import (
+from ..ir.nodes import (
     MAX_CODE_POINT,
     NOTHING,
     CharClass,
@@ -43,10 +44,11 @@ from .ir import (
     normalize_ranges,
     repeat,
 )
+from ..limits import Limits
 from .lookahead import build_lookaheads, find_lookaheads
 from .unicode_properties import UnknownProperty, UnsupportedProperty, property_ranges
 
-__all__ = ["parse_regex", "DIGIT", "WORD", "SPACE", "DOT"]
+__all__ = ["parse_regex", "regex_to_dfa", "DIGIT", "WORD", "SPACE", "DOT"]
 
 #: ``\d``
 DIGIT = ((0x30, 0x39),)
@@ -105,7 +107,7 @@ def parse_regex(pattern: str, limits: Limits | None = None) -> Node:
     Returns
     -------
     Node
-        The IR; :data:`~tokensieve.grammar.ir.NOTHING` when the pattern matches
+        The IR; :data:`~tokensieve.ir.nodes.NOTHING` when the pattern matches
         no string (e.g. ``[]``).
 
     Raises
@@ -547,3 +549,36 @@ def _add_atom(ranges: list[tuple[int, int]], atom: _Atom) -> None:
 
 def _is_identifier(name: str) -> bool:
     return bool(name) and name[0] in _ID_START and all(c in _ID_PART for c in name)
+
+
+def regex_to_dfa(pattern: str, limits: Limits | None = None) -> ByteDFA:
+    """Compile an ECMA-262 pattern (full-match semantics) to a minimal byte DFA.
+
+    Parameters
+    ----------
+    pattern
+        The pattern (see :func:`parse_regex`).
+    limits
+        Resource bounds.
+
+    Returns
+    -------
+    ByteDFA
+        Minimal and trimmed; accepts exactly the UTF-8 encodings of the strings
+        the pattern matches in full.
+
+    Raises
+    ------
+    GrammarError
+        For invalid or unsupported syntax, or a pattern that matches no string.
+    LimitExceeded
+        When a limit is exceeded.
+    """
+    limits = limits or Limits()
+    node = parse_regex(pattern, limits)
+    try:
+        return ir_to_dfa(node, limits)
+    except GrammarError as exc:
+        if exc.source is None and exc.message == EMPTY_LANGUAGE:
+            raise GrammarError(EMPTY_LANGUAGE, pattern) from None
+        raise

@@ -23,7 +23,7 @@ import unicodedata
 
 import numpy as np
 
-from .ir import MAX_CODE_POINT, Ranges, normalize_ranges
+from ..ir.nodes import MAX_CODE_POINT, Ranges, normalize_ranges
 
 __all__ = ["UnknownProperty", "UnsupportedProperty", "property_ranges"]
 

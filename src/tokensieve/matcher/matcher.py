@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..compile.compiled_grammar import CompiledGrammar
-from ..compile.pushdown import CompiledPushdownGrammar
+from ..compile.constraint import CompiledConstraint, is_compiled_constraint
+from ..errors import LimitExceeded
 
 #: the native int32 dtype (compared by identity on the hot path)
 _INT32 = np.dtype(np.int32)
@@ -18,9 +18,18 @@ __all__ = ["GrammarMatcher"]
 class GrammarMatcher:
     """Tracks one sequence against a compiled grammar.
 
-    The matcher never raises inside the token loop: a token that the grammar
-    does not allow is refused (``accept_token`` returns ``False``) and the state
-    is left unchanged.
+    A token that the grammar does not allow is refused (``accept_token``
+    returns ``False``) and the state is left unchanged.
+
+    The token loop (:meth:`accept_token`, :meth:`accept_string`,
+    :meth:`fill_next_token_bitmask`, :meth:`next_token_mask`) raises one
+    exception only: :class:`~tokensieve.LimitExceeded`, when a recursive
+    grammar would pass a bound of its ``limits`` while decoding (a parse stack
+    deeper than ``max_stack_depth``, more than ``max_stacks`` stacks at once,
+    more than ``max_pushdown_states`` states); ``limit`` names the bound. The
+    matcher is left as it was before the call, so the caller can end the
+    sequence, or :meth:`rollback` and go on. Grammars without recursion never
+    raise there.
 
     Parameters
     ----------
@@ -40,12 +49,12 @@ class GrammarMatcher:
 
     def __init__(
         self,
-        compiled_grammar: CompiledGrammar | CompiledPushdownGrammar,
+        compiled_grammar: CompiledConstraint,
         *,
         max_rollback_tokens: int = -1,
         terminate_without_stop_token: bool = False,
     ) -> None:
-        if not isinstance(compiled_grammar, (CompiledGrammar, CompiledPushdownGrammar)):
+        if not is_compiled_constraint(compiled_grammar):
             raise TypeError("GrammarMatcher needs a compiled grammar from GrammarCompiler")
         self.compiled_grammar = compiled_grammar
         self.max_rollback_tokens = max_rollback_tokens
@@ -105,11 +114,7 @@ class GrammarMatcher:
         data = self._vocab[token_id]
         if not data:
             return False
-        nxt = self.compiled_grammar.step_bytes(self._state, data)
-        if nxt < 0:
-            return False
-        self._push(nxt, False)
-        return True
+        return self._step(data)
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by a string (counts as one step for :meth:`rollback`).
@@ -119,11 +124,15 @@ class GrammarMatcher:
         """
         if self._terminated:
             return False
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        nxt = self.compiled_grammar.step_bytes(self._state, data)
+        return self._step(text.encode("utf-8") if isinstance(text, str) else bytes(text))
+
+    def _step(self, data: bytes) -> bool:
+        cg = self.compiled_grammar
+        nxt = cg.step_bytes(self._state, data)  # may raise LimitExceeded: nothing is changed yet
         if nxt < 0:
             return False
-        self._push(nxt, False)
+        final = self.terminate_without_stop_token and cg.is_accepting(nxt) and not (cg.row(nxt) >= 0).any()
+        self._push(nxt, final)
         return True
 
     def _push(self, state: int, terminated: bool) -> None:
@@ -132,10 +141,6 @@ class GrammarMatcher:
             del self._history[0]
         self._state = state
         self._terminated = terminated
-        if not terminated and self.terminate_without_stop_token:
-            cg = self.compiled_grammar
-            if cg.is_accepting(state) and all(t < 0 for t in cg.row(state)):
-                self._terminated = True
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undo the last ``num_tokens`` accepted tokens (or strings).
@@ -164,8 +169,10 @@ class GrammarMatcher:
         Parameters
         ----------
         bitmask
-            ``int32 (batch, ceil(V/32))`` numpy array or torch tensor (CPU), as
-            made by :func:`tokensieve.allocate_token_bitmask`.
+            ``int32 (batch, ceil(V/32))`` numpy array or torch tensor (CPU or
+            CUDA), as made by :func:`tokensieve.allocate_token_bitmask`; a
+            wider row is accepted too, and every word past the vocabulary's
+            is set to 0, on every path.
         index
             The row to fill.
 
@@ -174,38 +181,46 @@ class GrammarMatcher:
         bool
             Always ``True`` (the mask must be applied).
         """
-        if type(bitmask) is np.ndarray and bitmask.ndim == 2 and bitmask.dtype is _INT32 and not self._terminated:
+        if (
+            type(bitmask) is np.ndarray
+            and bitmask.ndim == 2
+            and bitmask.dtype is _INT32
+            and not self._terminated
+        ):
             cg = self.compiled_grammar
             if bitmask.shape[1] == cg.num_words:  # the usual case: the grammar writes the row
                 cg.fill_row(self._state, bitmask[index])
                 return True
         mask = self.next_token_mask()
+        width = mask.shape[0]
         if isinstance(bitmask, np.ndarray):
             row = bitmask[index] if bitmask.ndim == 2 else bitmask
-            if row.shape[0] == mask.shape[0] and bitmask.dtype == np.int32:
-                np.copyto(row, mask)
-                return True
-            if row.shape[0] < mask.shape[0] or bitmask.dtype != np.int32:
+            if row.shape[0] < width or bitmask.dtype != np.int32:
                 raise ValueError(
-                    f"bitmask row must be int32 with at least {mask.shape[0]} words; "
+                    f"bitmask row must be int32 with at least {width} words; "
                     f"got {bitmask.dtype} {bitmask.shape}: use allocate_token_bitmask(batch, {self._vocab_size})"
                 )
-            row[: mask.shape[0]] = mask
-            row[mask.shape[0] :] = 0
+            row[:width] = mask
+            row[width:] = 0
             return True
         import torch
 
         if not isinstance(bitmask, torch.Tensor) or bitmask.dtype != torch.int32:
             raise ValueError("bitmask must be an int32 numpy array or torch tensor")
         row_t = bitmask[index] if bitmask.dim() == 2 else bitmask
+        if row_t.shape[0] < width:
+            raise ValueError(f"bitmask row must have at least {width} words; got {tuple(bitmask.shape)}")
         if row_t.device.type == "cpu":
-            row_t.numpy()[: mask.shape[0]] = mask
+            out = row_t.numpy()
+            out[:width] = mask
+            out[width:] = 0
         else:
-            row_t[: mask.shape[0]].copy_(torch.from_numpy(mask.copy()), non_blocking=False)
+            row_t[:width].copy_(torch.from_numpy(mask.copy()), non_blocking=False)
+            row_t[width:] = 0
         return True
 
     def next_token_mask(self) -> np.ndarray:
-        """The packed ``int32 (ceil(V/32),)`` mask for the next token (read-only)."""
+        """The packed ``int32 (ceil(V/32),)`` mask for the next token (read-only; stop tokens once terminated)."""
         if self._terminated:
             return self._stop_only_mask()
         return self.compiled_grammar.token_mask(self._state)
@@ -228,16 +243,20 @@ class GrammarMatcher:
         state = self._state
         out = bytearray()
         seen = {state}
-        while not cg.is_accepting(state):
-            row = cg.row(state)
-            nxt = [(b, t) for b, t in enumerate(row) if t >= 0]
-            if len(nxt) != 1:
-                break
-            byte, state = nxt[0]
-            out.append(byte)
-            if state in seen:
-                break
-            seen.add(state)
+        try:
+            while not cg.is_accepting(state):
+                row = cg.row(state)
+                allowed = np.flatnonzero(row >= 0)
+                if allowed.size != 1:
+                    break
+                byte = int(allowed[0])
+                state = int(row[byte])
+                out.append(byte)
+                if state in seen:
+                    break
+                seen.add(state)
+        except LimitExceeded:  # the forced text ends where the grammar's bounds do
+            pass
         # keep whole characters only
         while out:
             try:

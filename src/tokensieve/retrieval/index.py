@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -37,11 +37,9 @@ from . import _io
 from . import _numpy_step as nps
 from ._build import Layout, build_layout
 from ._errors import CatalogError
-from ._input import normalize_catalog
+from ._input import _lengths, _to_array, normalize_catalog
 from ._support import item_ranges
-
-if TYPE_CHECKING:
-    from .filter import ItemFilter
+from .filter import ItemFilter
 
 __all__ = ["StaticIndex"]
 
@@ -564,15 +562,11 @@ class StaticIndex:
         -------
         ItemFilter
         """
-        from .filter import ItemFilter
-
         return ItemFilter(self, allowed)
 
     def _as_filter(self, item_filter: Any) -> ItemFilter | None:
         if item_filter is None:
             return None
-        from .filter import ItemFilter
-
         if isinstance(item_filter, ItemFilter):
             if item_filter.index is not self:
                 raise CatalogError("item_filter was made for a different index")
@@ -614,8 +608,6 @@ class StaticIndex:
         numpy.ndarray
             ``(M,)`` bool.
         """
-        from ._input import _lengths, _to_array
-
         arr, ragged = _to_array(seqs)
         if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.integer):
             raise CatalogError(f"contains_many() takes a 2-D integer array, got {arr.dtype} {arr.shape}")

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..errors import VocabularyError
 from .common import MAX_VOCAB_SIZE, LoadedVocab, PathLike
+from .json_file import read_json
 
 __all__ = ["load_tekken", "parse_tekken", "is_tekken"]
 
@@ -99,8 +100,6 @@ def load_tekken(path: PathLike) -> LoadedVocab:
     VocabularyError
         When the file cannot be read or is not a consistent Tekken file.
     """
-    from .json_file import read_json
-
     p = Path(path)
     return parse_tekken(read_json(p), source=str(p), name=p.stem)
 

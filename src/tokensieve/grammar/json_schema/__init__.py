@@ -1,6 +1,6 @@
 """JSON Schema (draft 2020-12) to the grammar IR.
 
-:func:`schema_to_grammar` lowers a schema to a :class:`~tokensieve.grammar.cfg.Grammar`
+:func:`schema_to_grammar` lowers a schema to a :class:`~tokensieve.ir.grammar.Grammar`
 whose language is the JSON texts of the valid instances, written in a chosen
 whitespace layout. Non-recursive schemas give grammars without recursive rules,
 which the automaton stage compiles to one DFA; recursive ``$ref`` and values of
@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from ...errors import GrammarError, SchemaError
+from ...errors import GrammarError, LimitExceeded, SchemaError
+from ...ir.grammar import Grammar
 from ...limits import Limits
-from ..cfg import Grammar
 from ._lexical import Layout
 from ._load import load_schema
 from ._lower import Lowerer
@@ -132,8 +132,6 @@ def schema_to_grammar(
     try:
         body = low.lower_root()
     except RecursionError:
-        from ...errors import LimitExceeded
-
         raise LimitExceeded(
             "max_nesting_depth", limits.max_nesting_depth, "the schema nests too deeply to lower"
         ) from None
@@ -167,8 +165,6 @@ def canonical_key(schema: Any, options: dict[str, Any]) -> str:
             [root, sorted(options.items())], separators=(",", ":"), ensure_ascii=False, default=repr
         )
     except RecursionError:
-        from ...errors import LimitExceeded
-
         raise LimitExceeded(
             "max_nesting_depth", Limits().max_nesting_depth, "the schema nests too deeply"
         ) from None

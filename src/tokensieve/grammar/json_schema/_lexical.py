@@ -21,15 +21,12 @@ from ...automata.build import ir_to_dfa
 from ...automata.counted import blank_run, cached_counted_repeat
 from ...automata.layered_product import layered_intersection
 from ...automata.splice import SPLICE_MIN_STATES
-from ...limits import Limits
-from .. import json_formats as _formats
-from .. import json_numbers as _numbers
-from .. import json_strings as _strings
-from ..ir import (
+from ...ir.nodes import (
     EMPTY,
     NOTHING,
     Automaton,
     Node,
+    RuleRef,
     byte_class,
     concat,
     is_nothing,
@@ -38,7 +35,11 @@ from ..ir import (
     plus,
     star,
 )
-from ..ir import alt as _alt
+from ...ir.nodes import alt as _alt
+from ...limits import Limits
+from .. import json_formats as _formats
+from .. import json_numbers as _numbers
+from .. import json_strings as _strings
 
 alt = _alt
 
@@ -346,8 +347,6 @@ def value_literal(value: Any, layout: Layout, depth: int, any_order: bool = Fals
 
 def any_value_rules(layout: Layout, prefix: str) -> dict[str, Node]:
     """Rules for any JSON value (``prefix`` names the value rule)."""
-    from ..ir import RuleRef
-
     value = RuleRef(prefix)
     s = quoted(any_string_content())
     member = concat(s, layout.colon, value)

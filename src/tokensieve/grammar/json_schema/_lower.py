@@ -15,116 +15,27 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections import deque
-from fractions import Fraction
 from typing import Any
 
+from ...automata.build import ir_to_dfa
 from ...errors import GrammarError, LimitExceeded, SchemaError
+from ...ir.nodes import NOTHING, Node, RuleRef, is_nothing
 from ...limits import Limits
-from ..ir import NOTHING, Node, RuleRef, is_nothing
 from . import _lexical as lx
+from ._check import check
 from ._lexical import Layout, alt
 from ._load import Loc, Registry, _RemoteRef, synthetic
-
-TYPES = ("null", "boolean", "object", "array", "number", "string", "integer")
-ALL_TYPES = frozenset(TYPES)
-
-#: keywords that never constrain a value
-ANNOTATIONS = frozenset(
-    {
-        "$schema",
-        "$id",
-        "$anchor",
-        "$dynamicAnchor",
-        "$comment",
-        "$defs",
-        "definitions",
-        "$vocabulary",
-        "title",
-        "description",
-        "examples",
-        "example",
-        "default",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "contentMediaType",
-        "contentEncoding",
-        "contentSchema",
-        "discriminator",
-        "xml",
-        "externalDocs",
-        "then",
-        "else",
-        "minContains",
-        "maxContains",
-        "additionalItems",
-        "strict",
-        "name",
-    }
+from ._norm import _Norm
+from ._values import (
+    ALL_TYPES,
+    ANNOTATIONS,
+    UNSUPPORTED,
+    _nonneg_int,
+    _number,
+    _parse_types,
+    _Undecided,
 )
-#: validation keywords this compiler knows but does not enforce
-UNSUPPORTED = {
-    "$dynamicRef": "is not supported (dynamic scopes)",
-    "$recursiveRef": "is not supported (dynamic scopes)",
-    "uniqueItems": "is not enforced",
-}
-
-#: largest number of optional properties enumerated for counting keywords
-MAX_ENUMERATED_OPTIONAL = 8
-#: largest number of properties whose any-order permutations are spelled out
-MAX_ANY_ORDER = 5
-#: most patternProperties combined exactly (2**n key regions)
-MAX_PATTERN_REGIONS = 4
-#: deepest negation / check recursion through references
-MAX_INDIRECTION = 64
-
-
-class _Undecided(Exception):
-    """The value checker met a keyword it cannot evaluate."""
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def ckey(v: Any) -> Any:
-    """A key under which JSON values are equal iff JSON Schema calls them equal."""
-    if v is None or isinstance(v, bool):
-        return ("b", v)
-    if isinstance(v, (int, float)):
-        if isinstance(v, float) and not math.isfinite(v):
-            return ("f", repr(v))
-        return ("n", Fraction(v))
-    if isinstance(v, str):
-        return ("s", v)
-    if isinstance(v, list):
-        return ("a", tuple(ckey(x) for x in v))
-    if isinstance(v, dict):
-        return ("o", frozenset((k, ckey(x)) for k, x in v.items()))
-    return ("?", repr(v))
-
-
-def _type_of(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "integer" if v.is_integer() else "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object"
-
-
-def _has_type(v: Any, types: frozenset[str]) -> bool:
-    t = _type_of(v)
-    return t in types or (t == "integer" and "number" in types)
 
 
 class Lowerer:
@@ -179,10 +90,10 @@ class Lowerer:
 
     def _tick(self, n: int = 1) -> None:
         self._work += n
-        if self._work > self.limits.max_grammar_rules * 4:
+        if self._work > self.limits.max_schema_work:
             raise LimitExceeded(
-                "max_grammar_rules",
-                self.limits.max_grammar_rules,
+                "max_schema_work",
+                self.limits.max_schema_work,
                 "the schema expands to too many subschemas (combinations of anyOf/oneOf/allOf branches)",
             )
 
@@ -218,8 +129,10 @@ class Lowerer:
             if ident in seen:
                 continue
             seen.add(ident)
-            if len(seen) > 100_000:
-                raise LimitExceeded("max_grammar_rules", self.limits.max_grammar_rules, "too many subschemas")
+            if len(seen) > self.limits.max_schema_work:
+                raise LimitExceeded(
+                    "max_schema_work", self.limits.max_schema_work, "a conjunction of too many subschemas"
+                )
             node = loc.node
             if node is True:
                 continue
@@ -412,7 +325,7 @@ class Lowerer:
         return Loc(loc.ptr, node, loc.base, loc.omit, loc.extra, loc.key + (("dep-", kw, name, marker),))
 
     # ----------------------------------------------------------- oneOf
-    def _summary(self, locs: list[Loc]) -> _Norm | None:
+    def summary(self, locs: list[Loc]) -> _Norm | None:
         try:
             plain, _, false = self.expand(locs)
         except SchemaError:
@@ -428,7 +341,7 @@ class Lowerer:
         strict, self.strict = self.strict, False
         saved = dict(self._unenforced)
         try:
-            sums = [self._summary(b) for b in branches]
+            sums = [self.summary(b) for b in branches]
         finally:
             self.strict = strict
             self._unenforced = saved
@@ -463,7 +376,7 @@ class Lowerer:
         :class:`_Undecided` for annotations that depend on the instance
         (``anyOf``, ``oneOf``, ``if``, ``contains``, ``dependentSchemas``, dynamic references).
         """
-        if level > MAX_INDIRECTION:
+        if level > self.limits.max_schema_indirection:
             raise _Undecided("deeply nested references")
         node = loc.node
         if not isinstance(node, dict):
@@ -506,7 +419,7 @@ class Lowerer:
     # ------------------------------------------------------------ negation
     def negate(self, loc: Loc, level: int = 0) -> list[list[Loc]] | None:
         """¬loc as a disjunction of conjunctions, or None when not expressible."""
-        if level > MAX_INDIRECTION:
+        if level > self.limits.max_schema_indirection:
             return None
         node = loc.node
         if node is True:
@@ -644,8 +557,6 @@ class Lowerer:
         """Whether the regular ``node`` matches ``data`` exactly."""
         dfa = self._dfa_cache.get(node)
         if dfa is None:
-            from ...automata.build import ir_to_dfa
-
             try:
                 dfa = ir_to_dfa(node, self.limits)
             except GrammarError:
@@ -686,44 +597,8 @@ class Lowerer:
         return self.dfa_accepts(node, json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
 
     def check(self, value: Any, locs: list[Loc], level: int = 0) -> bool:
-        """Whether ``value`` satisfies every schema in ``locs`` (raises :class:`_Undecided`)."""
-        if level > MAX_INDIRECTION:
-            raise _Undecided("too deep")
-        for loc in locs:
-            if not self._check_one(value, loc, level):
-                return False
-        return True
-
-    def _check_one(self, value: Any, loc: Loc, level: int) -> bool:
-        node = loc.node
-        if node is True:
-            return True
-        if node is False:
-            return False
-        for name, v in loc.extra:
-            if name == "neg":
-                if self.check(value, [v], level + 1):
-                    return False
-            elif name == "notin":
-                if any(ckey(value) == ckey(x) for x in v):
-                    return False
-            elif name == "nonint":
-                if not (_is_num(value) and not float(value).is_integer()):
-                    return False
-            elif name == "forbid":
-                if isinstance(value, dict) and any(n in value for n in v):
-                    return False
-            elif name == "props":
-                if isinstance(value, dict):
-                    for n, sub in v:
-                        if n in value and not self.check(value[n], [sub], level + 1):
-                            return False
-            elif name == "notpattern":
-                if isinstance(value, str) and self.pattern_matches(v[0], value, v[1]):
-                    return False
-            else:
-                raise _Undecided(name)
-        return _check_keywords(self, value, loc, level)
+        """Whether ``value`` satisfies every schema in ``locs`` (see :func:`._check.check`)."""
+        return check(self, value, locs, level)
 
 
 _NEGATED_BOUNDS = {
@@ -791,35 +666,3 @@ def _vacuous(loc: Loc) -> bool:
     """Whether every keyword of ``loc`` left to lower is an annotation (it admits every value)."""
     node = loc.node
     return isinstance(node, dict) and not loc.extra and all(k in ANNOTATIONS or k in loc.omit for k in node)
-
-
-def _parse_types(v: Any, pointer: str) -> frozenset[str]:
-    items = [v] if isinstance(v, str) else v
-    if not isinstance(items, list) or not items and not isinstance(v, list):
-        raise SchemaError("type must be a type name or an array of them", pointer)
-    out = set()
-    for t in items:
-        if t not in ALL_TYPES:
-            raise SchemaError(f"unknown type {t!r} (use one of {', '.join(TYPES)})", pointer)
-        out.add(t)
-    return frozenset(out)
-
-
-def _nonneg_int(v: Any, pointer: str, keyword: str) -> int:
-    if (
-        isinstance(v, bool)
-        or not isinstance(v, (int, float))
-        or v < 0
-        or (isinstance(v, float) and not v.is_integer())
-    ):
-        raise SchemaError(f"{keyword} must be a non-negative integer, not {v!r}", pointer)
-    return int(v)
-
-
-def _number(v: Any, pointer: str, keyword: str) -> int | float:
-    if not _is_num(v) or (isinstance(v, float) and not math.isfinite(v)):
-        raise SchemaError(f"{keyword} must be a number, not {v!r}", pointer)
-    return v
-
-
-from ._norm import _check_keywords, _Norm  # noqa: E402

@@ -7,27 +7,35 @@ import json
 import math
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ...errors import SchemaError
-from ..ir import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, literal, optional, repeat, star
+from ...automata.choices import choices_to_dfa
+from ...automata.ops import dfa_to_ir
+from ...errors import LimitExceeded, SchemaError
+from ...ir.nodes import (
+    EMPTY,
+    NOTHING,
+    Alt,
+    Concat,
+    Empty,
+    Node,
+    concat,
+    is_nothing,
+    literal,
+    optional,
+    repeat,
+    star,
+)
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
 from ._other_keys import other_keys_content
 from ._unique import unique_array_automaton
-
-if TYPE_CHECKING:
-    from ._lower import Lowerer
-
-from ._lower import (
+from ._values import (
     ALL_TYPES,
     ANNOTATIONS,
-    MAX_ANY_ORDER,
-    MAX_ENUMERATED_OPTIONAL,
-    MAX_INDIRECTION,
-    MAX_PATTERN_REGIONS,
     UNSUPPORTED,
+    Lowering,
     _has_type,
     _is_num,
     _nonneg_int,
@@ -37,9 +45,6 @@ from ._lower import (
     _Undecided,
     ckey,
 )
-
-#: largest set of distinct values whose unique arrays are enforced (spelled out, or by tracking the items used)
-MAX_UNIQUE_ITEMS = 10
 
 #: formats whose language is a superset of the specified one
 _PARTIAL_FORMATS = {
@@ -75,7 +80,7 @@ class _ArrComp:
 class _Norm:
     """Every constraint of a conjunction, merged per JSON type."""
 
-    def __init__(self, low: Lowerer, *, summary: bool = False) -> None:
+    def __init__(self, low: Lowering, *, summary: bool = False) -> None:
         self.low = low
         self.summary = summary
         self.locs: list[Loc] = []
@@ -404,7 +409,7 @@ class _Norm:
             sub = comp.props.get(name)
             if sub is None:
                 continue
-            s = self.low._summary([sub])
+            s = self.low.summary([sub])
             if s is None:
                 return set()
             keys = s.const_keys()
@@ -488,8 +493,6 @@ class _Norm:
             return NOTHING
         limits = self.low.limits
         if len(values) > limits.max_choices:
-            from ...errors import LimitExceeded
-
             raise LimitExceeded("max_choices", limits.max_choices, f"enum of {len(values)} values")
         if len(values) > 64 and all(isinstance(v, str) for v in values):
             return _string_enum(values, limits)
@@ -577,8 +580,6 @@ class _Norm:
         if self.min_len > 0 or self.max_len is not None:
             if self.max_len is not None and self.max_len < self.min_len:
                 return NOTHING
-            from ...errors import LimitExceeded
-
             bound = self.max_len or self.min_len
             if bound > low.limits.max_repetition:
                 raise LimitExceeded(
@@ -699,7 +700,7 @@ class _Norm:
     ) -> Node | None:
         """Arrays of distinct items drawn from a small finite set (None: the items are not such a set)."""
         low = self.low
-        summary = low._summary(rest_locs)
+        summary = low.summary(rest_locs)
         if summary is None:
             return container("[", "]", NOTHING, lo == 0, layout, depth)
         if summary.enum is not None:
@@ -722,7 +723,7 @@ class _Norm:
                     values.append(v)
             except _Undecided:
                 return None
-        if len(values) > MAX_UNIQUE_ITEMS:
+        if len(values) > low.limits.max_unique_items:
             return None
         n = len(values)
         top = n if hi is None else min(hi, n)
@@ -936,11 +937,12 @@ class _Norm:
         comps = self.obj
         patterns = [(pat, ploc, p, i) for i, c in enumerate(comps) for pat, ploc, p in c.patterns]
         colon = layout.colon
-        if len(patterns) > MAX_PATTERN_REGIONS:
+        most = low.limits.max_pattern_properties
+        if len(patterns) > most:
             self._unsupported(
                 patterns[0][2].rsplit("/", 2)[0],
                 "patternProperties",
-                f"with more than {MAX_PATTERN_REGIONS} patterns is not supported",
+                f"with more than {most} patterns is not supported (limits.max_pattern_properties)",
             )
             patterns = []
         regions: list[tuple[Node | None, list[Loc]]] = []
@@ -996,20 +998,19 @@ class _Norm:
         deps = {k: v for k, v in self.dep_required.items() if any(m[0] == k for m in members)}
         if counting or deps:
             optional_idx = [i for i, m in enumerate(members) if not m[2]]
-            if len(optional_idx) <= MAX_ENUMERATED_OPTIONAL:
+            most = self.low.limits.max_counted_optional_properties
+            if len(optional_idx) <= most:
                 return self._enumerated(members, extra, layout, depth, optional_idx, deps)
             kw = "dependentRequired" if deps else "minProperties"
             self._unsupported(
-                self.ptr, kw, f"is not enforced with more than {MAX_ENUMERATED_OPTIONAL} optional properties"
+                self.ptr, kw, f"is not enforced with more than {most} optional properties (limits.max_counted_optional_properties)"
             )
-        if self.low.property_order == "any" and 1 < len(members) <= MAX_ANY_ORDER:
+        if self.low.property_order == "any" and 1 < len(members) <= self.low.limits.max_any_order_properties:
             return self._any_order(members, extra, layout, depth)
         prefix = next((i for i, m in enumerate(members) if m[2]), len(members))
         copies = (prefix + 1) * (len(members) + 1)
         budget = max(1000, self.low.limits.max_nfa_states // 10)
         if copies > budget:
-            from ...errors import LimitExceeded
-
             raise LimitExceeded(
                 "max_nfa_states",
                 self.low.limits.max_nfa_states,
@@ -1154,187 +1155,6 @@ def _string_enum(values: list[str], limits: Any) -> Node:
     Each value is accepted as ``json.dumps`` writes it, with and without
     ``ensure_ascii``; other spellings (needless escapes) are not.
     """
-    from ...automata import choices_to_dfa
-    from ...automata.ops import dfa_to_ir
-
     texts = {json.dumps(v, ensure_ascii=False) for v in values}
     texts |= {json.dumps(v) for v in values}
     return dfa_to_ir(choices_to_dfa(sorted(texts), limits))
-
-
-# --------------------------------------------------------------- checking
-def _check_keywords(low: Lowerer, value: Any, loc: Loc, level: int) -> bool:
-    """Evaluate the keywords of one schema on ``value`` (raises ``_Undecided``)."""
-    node = loc.node
-    if not isinstance(node, dict):
-        raise SchemaError("a schema is an object or a boolean", loc.ptr)
-    if level > MAX_INDIRECTION:
-        raise _Undecided("depth")
-    for kw, v in node.items():
-        if kw in loc.omit or kw in ANNOTATIONS or kw in ("minContains", "maxContains"):
-            continue
-        p = f"{loc.ptr}/{kw}"
-        if kw == "$ref":
-            try:
-                target = low.reg.resolve(v, loc, p)
-            except SchemaError:
-                raise _Undecided(p) from None
-            if not low.check(value, [target], level + 1):
-                return False
-        elif kw == "type":
-            types = _parse_types(v, p)
-            if node.get("nullable") is True:
-                types = types | {"null"}
-            if not _has_type(value, types):
-                return False
-        elif kw == "nullable":
-            continue
-        elif kw == "const":
-            if ckey(value) != ckey(v):
-                return False
-        elif kw == "enum":
-            if not isinstance(v, list):
-                raise SchemaError("enum must be an array", p)
-            keys = {ckey(x) for x in v}
-            if node.get("nullable") is True:
-                keys.add(ckey(None))
-            if ckey(value) not in keys:
-                return False
-        elif kw in ("minLength", "maxLength"):
-            if isinstance(value, str):
-                n = _nonneg_int(v, p, kw)
-                if (kw == "minLength" and len(value) < n) or (kw == "maxLength" and len(value) > n):
-                    return False
-        elif kw == "pattern":
-            if isinstance(value, str) and not low.pattern_matches(v, value, p):
-                return False
-        elif kw == "format":
-            if isinstance(value, str) and isinstance(v, str):
-                content = lx.format_content(v)
-                if content is not None and not low.dfa_accepts(
-                    content, json.dumps(value, ensure_ascii=False)[1:-1].encode()
-                ):
-                    return False
-        elif kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
-            if _is_num(value) and not _check_number(kw, v, value, node, p):
-                return False
-        elif kw in ("minItems", "maxItems"):
-            if isinstance(value, list):
-                n = _nonneg_int(v, p, kw)
-                if (kw == "minItems" and len(value) < n) or (kw == "maxItems" and len(value) > n):
-                    return False
-        elif kw in ("minProperties", "maxProperties"):
-            if isinstance(value, dict):
-                n = _nonneg_int(v, p, kw)
-                if (kw == "minProperties" and len(value) < n) or (kw == "maxProperties" and len(value) > n):
-                    return False
-        elif kw == "required":
-            if isinstance(value, dict) and not all(n in value for n in v):
-                return False
-        elif kw == "dependentRequired":
-            if isinstance(value, dict):
-                for k, names in v.items():
-                    if k in value and not all(n in value for n in names):
-                        return False
-        elif kw == "prefixItems" or (kw == "items" and isinstance(v, list)):
-            if isinstance(value, list):
-                for i, item in enumerate(value[: len(v)]):
-                    if not low.check(item, [loc.child(kw, i)], level + 1):
-                        return False
-        elif kw == "items":
-            if isinstance(value, list):
-                start = len(node.get("prefixItems", [])) if isinstance(node.get("prefixItems"), list) else 0
-                for item in value[start:]:
-                    if not low.check(item, [loc.child(kw)], level + 1):
-                        return False
-        elif kw == "contains":
-            if isinstance(value, list):
-                hits = sum(1 for item in value if low.check(item, [loc.child(kw)], level + 1))
-                lo = node.get("minContains", 1)
-                hi = node.get("maxContains")
-                if hits < lo or (hi is not None and hits > hi):
-                    return False
-        elif kw == "uniqueItems":
-            if v is True and isinstance(value, list):
-                if len({ckey(x) for x in value}) != len(value):
-                    return False
-        elif kw in ("properties", "patternProperties", "additionalProperties"):
-            if isinstance(value, dict) and not _check_props(low, value, loc, kw, level):
-                return False
-        elif kw == "propertyNames":
-            if isinstance(value, dict):
-                for k in value:
-                    if not low.check(k, [loc.child(kw)], level + 1):
-                        return False
-        elif kw == "allOf":
-            if not all(low.check(value, [loc.child(kw, i)], level + 1) for i in range(len(v))):
-                return False
-        elif kw == "anyOf":
-            if not any(low.check(value, [loc.child(kw, i)], level + 1) for i in range(len(v))):
-                return False
-        elif kw == "oneOf":
-            if sum(1 for i in range(len(v)) if low.check(value, [loc.child(kw, i)], level + 1)) != 1:
-                return False
-        elif kw == "not":
-            if low.check(value, [loc.child(kw)], level + 1):
-                return False
-        elif kw == "if":
-            branch = "then" if low.check(value, [loc.child(kw)], level + 1) else "else"
-            if (
-                branch in node
-                and branch not in loc.omit
-                and not low.check(value, [loc.child(branch)], level + 1)
-            ):
-                return False
-        elif kw in ("dependentSchemas", "dependencies"):
-            if isinstance(value, dict):
-                for k, sub in v.items():
-                    if k not in value:
-                        continue
-                    if isinstance(sub, list):
-                        if not all(n in value for n in sub):
-                            return False
-                    elif not low.check(value, [loc.child(kw, k)], level + 1):
-                        return False
-        elif kw in ("unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"):
-            raise _Undecided(p)
-    return True
-
-
-def _check_number(kw: str, v: Any, value: Any, node: dict[str, Any], p: str) -> bool:
-    if isinstance(v, bool):
-        return True
-    bound = _number(v, p, kw)
-    x = Fraction(Decimal(repr(value))) if isinstance(value, float) else Fraction(value)
-    b = Fraction(Decimal(repr(bound))) if isinstance(bound, float) else Fraction(bound)
-    if kw == "minimum":
-        return x > b if node.get("exclusiveMinimum") is True else x >= b
-    if kw == "maximum":
-        return x < b if node.get("exclusiveMaximum") is True else x <= b
-    if kw == "exclusiveMinimum":
-        return x > b
-    if kw == "exclusiveMaximum":
-        return x < b
-    return b > 0 and (x / b).denominator == 1
-
-
-def _check_props(low: Lowerer, value: dict[str, Any], loc: Loc, kw: str, level: int) -> bool:
-    node = loc.node
-    props = node.get("properties", {}) if "properties" not in loc.omit else {}
-    pats = node.get("patternProperties", {}) if "patternProperties" not in loc.omit else {}
-    for k, item in value.items():
-        if kw == "properties":
-            if k in props and not low.check(item, [loc.child("properties", k)], level + 1):
-                return False
-        elif kw == "patternProperties":
-            for pat in pats:
-                if low.pattern_matches(pat, k, f"{loc.ptr}/patternProperties") and not low.check(
-                    item, [loc.child("patternProperties", pat)], level + 1
-                ):
-                    return False
-        else:
-            if k in props or any(low.pattern_matches(pat, k, loc.ptr) for pat in pats):
-                continue
-            if not low.check(item, [loc.child("additionalProperties")], level + 1):
-                return False
-    return True

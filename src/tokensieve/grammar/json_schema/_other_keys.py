@@ -40,8 +40,8 @@ from ...automata.build import ir_to_dfa
 from ...automata.dfa import ByteDFA
 from ...automata.ops import dfa_to_ir
 from ...errors import LimitExceeded
+from ...ir.nodes import Automaton, literal
 from ...limits import Limits
-from ..ir import Automaton, literal
 from ..json_strings import json_string_content
 from ._lexical import any_string_content
 

@@ -30,13 +30,10 @@ import numpy as np
 from ...automata.build import ir_to_dfa
 from ...automata.dfa import ByteDFA
 from ...automata.ops import dfa_to_ir, minimal_class_dfa
+from ...ir.nodes import Automaton, Node
 from ...limits import Limits
-from ..ir import Automaton, Node
 
-__all__ = ["MAX_UNIQUE_STATES", "unique_array_automaton"]
-
-#: Subsets times item and follow-up states at most this many (before minimisation).
-MAX_UNIQUE_STATES = 1 << 15
+__all__ = ["unique_array_automaton"]
 
 
 def _byte_classes(dfas: list[ByteDFA]) -> tuple[np.ndarray, np.ndarray]:
@@ -138,7 +135,7 @@ def unique_array_automaton(
     -------
     Automaton or None
         The minimal automaton, ``None`` when it would exceed
-        :data:`MAX_UNIQUE_STATES` states or the pieces' first and last bytes
+        :attr:`~tokensieve.Limits.max_unique_states` states or the pieces' first and last bytes
         overlap (not exact).
     """
     n = len(items)
@@ -162,7 +159,7 @@ def unique_array_automaton(
     p_count, a_count, o_count = table_i.shape[0], table_a.shape[0], table_o.shape[0]
     local = p_count + a_count
     subsets = 1 << n
-    if o_count + subsets * local > MAX_UNIQUE_STATES:
+    if o_count + subsets * local > (limits or Limits()).max_unique_states:
         return None
     top = n if hi is None else min(hi, n)
     least = max(lo, 1)
