@@ -129,3 +129,12 @@ def test_any_order_bound_keeps_the_schema_order(info: TokenizerInfo) -> None:
     assert not _accepts(ordered, {"c": 3, "a": 1, "b": 2})
     free = GrammarCompiler(info).compile_json_schema(schema, property_order="any")
     assert _accepts(free, {"c": 3, "a": 1, "b": 2})
+
+
+def test_left_recursion_rewrite_names_the_configured_rule_bound(info: TokenizerInfo) -> None:
+    # r_i ::= r_{i+1} "a" | r_{i+1} "b" | "x", closing a left cycle: substitution doubles per rule
+    rules = [f'r{i} ::= r{i + 1} "a" | r{i + 1} "b" | "x"' for i in range(12)]
+    text = "root ::= r0\n" + "\n".join(rules) + '\nr12 ::= r0 "c" | "y"'
+    with pytest.raises(LimitExceeded) as exc:
+        GrammarCompiler(info, limits=Limits(max_grammar_rules=500)).compile_grammar(text)
+    assert (exc.value.limit, exc.value.value) == ("max_grammar_rules", 500)

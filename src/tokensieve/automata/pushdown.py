@@ -132,7 +132,7 @@ def compile_grammar_automaton(
             "max_grammar_rules", limits.max_grammar_rules, f"the grammar has {len(grammar.rules)} rules"
         )
     rules = _drop_unproductive(dict(grammar.rules), grammar.root)
-    rules = _rewrite_left_recursion(rules)
+    rules = _rewrite_left_recursion(rules, limits)
     references = _references(grammar, rules)
     recursive = _recursive_rules(rules, references)
     if recursive and blank_runs is not None:
@@ -367,7 +367,7 @@ def _split_first(branch: Node) -> tuple[Node, Node]:
     return branch, EMPTY
 
 
-def _rewrite_left_recursion(rules: dict[str, Node]) -> dict[str, Node]:
+def _rewrite_left_recursion(rules: dict[str, Node], limits: Limits) -> dict[str, Node]:
     if _left_cycle(rules) is None:
         return rules
     order = list(rules)
@@ -389,9 +389,11 @@ def _rewrite_left_recursion(rules: dict[str, Node]) -> dict[str, Node]:
                 else:
                     new.append(b)
             branches = new
-            if len(branches) > 10_000:
+            if len(branches) > limits.max_grammar_rules:
                 raise LimitExceeded(
-                    "max_grammar_rules", 10_000, "rewriting left recursion makes too many alternatives"
+                    "max_grammar_rules",
+                    limits.max_grammar_rules,
+                    f"rewriting left recursion makes rule {a!r} {len(branches)} alternatives",
                 )
         direct: list[Node] = []
         other: list[Node] = []
