@@ -27,6 +27,7 @@ import asyncio
 import itertools
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -192,7 +193,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start_server(max_batch: int) -> tuple[subprocess.Popen[bytes], str]:
+def _start_server(max_batch: int, options: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -206,6 +207,7 @@ def _start_server(max_batch: int) -> tuple[subprocess.Popen[bytes], str]:
             str(max_batch),
             "--log-level",
             "warning",
+            *options,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -251,13 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=2, help="requests per client")
     p.add_argument("--max-tokens", type=int, default=48)
     p.add_argument("--workloads", default="free,schema,new-schema,tools")
+    p.add_argument("--serve-options", default="", help="more options for the server it starts, as one string")
     p.add_argument("--json", metavar="PATH", help="also write every sample as JSON")
     args = p.parse_args(argv)
     clients = [int(c) for c in args.clients.split(",")]
     proc = None
     base = args.base_url
     if base is None:
-        proc, base = _start_server(max(clients))
+        proc, base = _start_server(max(clients), shlex.split(args.serve_options))
     try:
         model = httpx.get(
             base + "/models", headers={"Authorization": f"Bearer {args.api_key}"}, timeout=10

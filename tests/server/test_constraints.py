@@ -40,9 +40,7 @@ def _spec(**fields: Any) -> Any:
     req = ChatCompletionRequest.model_validate(
         {"model": "m", "messages": [{"role": "user", "content": "hi"}], **fields}
     )
-    from tokensieve.limits import Limits
-
-    return constraint_spec(req, closed_objects=True, max_schema_bytes=1 << 16, limits=Limits())
+    return constraint_spec(req, closed_objects=True, max_schema_bytes=1 << 16)
 
 
 def _accepts(compiled: Any, text: str) -> bool:

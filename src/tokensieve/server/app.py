@@ -103,6 +103,7 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
             workers=config.compile_workers,
             timeout_s=config.compile_timeout_s,
             on_compiled=on_compiled,
+            processes=config.compile_processes,
         )
         context = int(getattr(eng, "max_len", 0) or 0) or int(
             getattr(getattr(model.model, "config", None), "max_position_embeddings", 0) or 0
@@ -238,12 +239,7 @@ async def _prepare(
                 code="context_length_exceeded",
             )
         budget = s.context_length - len(prompt)
-    spec = constraint_spec(
-        req,
-        closed_objects=cfg.closed_objects,
-        max_schema_bytes=cfg.max_schema_bytes,
-        limits=s.constraints.compiler.limits,
-    )
+    spec = constraint_spec(req, closed_objects=cfg.closed_objects, max_schema_bytes=cfg.max_schema_bytes)
     compiled = None
     if spec is not None:
         compiled = await s.constraints.get(spec)

@@ -88,6 +88,13 @@ def add_serve_parser(commands: Any) -> None:
         metavar="SECONDS",
         help="longest a request waits for its constraint to compile",
     )
+    limits.add_argument(
+        "--compile-processes",
+        type=int,
+        default=_DEFAULTS.compile_processes,
+        metavar="N",
+        help="processes that build new constraints' automata beside the engine (0: none)",
+    )
     p.add_argument(
         "--open-objects",
         action="store_true",
@@ -118,6 +125,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
     if args.threads is not None and args.threads < 1:
         raise ValueError("--threads must be at least 1")
+    if args.compile_processes < 0:
+        raise ValueError("--compile-processes must be at least 0")
     if not args.compile_timeout > 0:
         raise ValueError("--compile-timeout must be more than 0")
     return ServerConfig(
@@ -136,6 +145,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         compile_timeout_s=args.compile_timeout,
         closed_objects=not args.open_objects,
         weights=args.weights,
+        compile_processes=args.compile_processes,
     )
 
 

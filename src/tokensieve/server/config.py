@@ -42,6 +42,10 @@ class ServerConfig:
         the compile's own work is bounded by :class:`~tokensieve.Limits`).
     compile_workers
         Threads that compile constraints.
+    compile_processes
+        Processes that build new constraints' automata beside the engine
+        (``0``: all compile work in this process; see
+        :class:`~tokensieve.server.constraints.ConstraintCache`).
     closed_objects
         Objects whose schema is silent about ``additionalProperties`` take no
         keys beyond those it names (a request's ``closed_objects: false``
@@ -67,6 +71,7 @@ class ServerConfig:
     default_max_tokens: int = 512
     compile_timeout_s: float = 60.0
     compile_workers: int = 2
+    compile_processes: int = 1
     closed_objects: bool = True
     retry_after_s: int = 1
     weights: str | None = None

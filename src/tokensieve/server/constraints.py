@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
+import logging
+import multiprocessing
 import threading
 import time
 from collections import OrderedDict
@@ -26,6 +29,8 @@ from ..errors import GrammarError, LimitExceeded, TokensieveError
 from .errors import APIError, constraint_error
 from .protocol import ChatCompletionRequest, CompletionRequest, ToolChoiceFunction
 from .tools import tool_grammar
+
+logger = logging.getLogger("tokensieve")
 
 __all__ = ["Compiled", "ConstraintCache", "ConstraintSpec", "constraint_spec", "tool_mode"]
 
@@ -116,29 +121,47 @@ def _json_spec(schema: Any, param: str, *, strict: bool, closed: bool, max_bytes
             param=param,
             code="schema_too_large",
         )
-    options = {"whitespace": "compact", "strict": strict}
+    key = json.dumps([schema, strict, closed], sort_keys=False, ensure_ascii=False, default=repr)
+    return ConstraintSpec("json_schema", param, key, functools.partial(_build_json, schema, strict, closed))
 
-    def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
-        compiled = compiler.compile_json_schema(schema, closed_objects=closed, **options)
-        return compiled, tuple(compiled.unenforced)
 
-    key = json.dumps([schema, options, closed], sort_keys=False, ensure_ascii=False, default=repr)
-    return ConstraintSpec("json_schema", param, key, build)
+# The builds are module-level functions bound with functools.partial, so that a
+# spec can be sent to a compile process (see ConstraintCache).
+def _build_json(schema: Any, strict: bool, closed: bool, compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+    compiled = compiler.compile_json_schema(
+        schema, whitespace="compact", strict=strict, closed_objects=closed
+    )
+    return compiled, tuple(compiled.unenforced)
+
+
+def _build_grammar(text: str, syntax: str | None, compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+    order = [syntax] if syntax else (["gbnf", "ebnf"] if "::=" in text else ["lark", "gbnf", "ebnf"])
+    first: GrammarError | None = None
+    for name in order:
+        try:
+            return compiler.compile_grammar(text, syntax=name), ()
+        except GrammarError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
+
+
+def _build_with(method: str, value: Any, compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
+    return getattr(compiler, method)(value), ()
+
+
+def _build_tools(
+    tools: list[Any], mode: str, parallel: bool, strict: bool, closed: bool, compiler: Compiler
+) -> tuple[Any, tuple[str, ...]]:
+    grammar, unenforced = tool_grammar(
+        tools, auto=mode == "auto", parallel=parallel, strict=strict, closed=closed, limits=compiler.limits
+    )
+    return compiler.compile_grammar(grammar), unenforced
 
 
 def _grammar_spec(text: str, syntax: str | None, param: str) -> ConstraintSpec:
-    def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
-        order = [syntax] if syntax else (["gbnf", "ebnf"] if "::=" in text else ["lark", "gbnf", "ebnf"])
-        first: GrammarError | None = None
-        for name in order:
-            try:
-                return compiler.compile_grammar(text, syntax=name), ()
-            except GrammarError as exc:
-                first = first or exc
-        assert first is not None
-        raise first
-
-    return ConstraintSpec("grammar", param, json.dumps(["grammar", syntax, text]), build)
+    key = json.dumps(["grammar", syntax, text])
+    return ConstraintSpec("grammar", param, key, functools.partial(_build_grammar, text, syntax))
 
 
 def _extension_spec(
@@ -164,7 +187,10 @@ def _extension_spec(
         elif name == "regex":
             found.append(
                 ConstraintSpec(
-                    "regex", param, json.dumps(["regex", value]), _compile_with("compile_regex", value)
+                    "regex",
+                    param,
+                    json.dumps(["regex", value]),
+                    functools.partial(_build_with, "compile_regex", value),
                 )
             )
         elif name == "choice":
@@ -175,19 +201,12 @@ def _extension_spec(
                     "choice",
                     param,
                     json.dumps(["choice", value]),
-                    _compile_with("compile_choices", value),
+                    functools.partial(_build_with, "compile_choices", value),
                 )
             )
         else:
             found.append(_grammar_spec(value, syntax, param))
     return found
-
-
-def _compile_with(method: str, value: Any) -> Callable[[Compiler], tuple[Any, tuple[str, ...]]]:
-    def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
-        return getattr(compiler, method)(value), ()
-
-    return build
 
 
 def _is_json(text: str) -> bool:
@@ -203,7 +222,6 @@ def constraint_spec(
     *,
     closed_objects: bool,
     max_schema_bytes: int,
-    limits: Any,
 ) -> ConstraintSpec | None:
     """The request's constraint, or ``None`` for free text.
 
@@ -216,8 +234,6 @@ def constraint_spec(
         ``additionalProperties`` (a request's ``closed_objects`` overrides it).
     max_schema_bytes
         Largest schema accepted, as JSON text.
-    limits
-        The compiler's :class:`~tokensieve.Limits` (for tool grammars).
 
     Raises
     ------
@@ -256,16 +272,11 @@ def constraint_spec(
             for t in tools:
                 _schema_bytes_checked(t.function.parameters, max_schema_bytes)
 
-            def build(compiler: Compiler) -> tuple[Any, tuple[str, ...]]:
-                grammar, unenforced = tool_grammar(
-                    tools, auto=mode == "auto", parallel=parallel, strict=strict, closed=closed, limits=limits
-                )
-                return compiler.compile_grammar(grammar), unenforced
-
             key = json.dumps(
                 [[t.function.model_dump(exclude_none=True) for t in tools], mode, parallel, strict, closed],
                 default=repr,
             )
+            build = functools.partial(_build_tools, tools, mode, parallel, strict, closed)
             found.append(ConstraintSpec("tools", "tools", key, build))
     if len(found) > 1:
         names = ", ".join(s.param for s in found)
@@ -281,6 +292,22 @@ def _schema_bytes_checked(schema: Any, max_bytes: int) -> None:
             param="tools",
             code="schema_too_large",
         )
+
+
+_worker_compiler: Any = None
+
+
+def _init_worker(info: Any, cache_dir: Any, limits: Any) -> None:
+    global _worker_compiler
+    from ..compile import GrammarCompiler
+
+    _worker_compiler = GrammarCompiler(info, limits=limits, cache_dir=cache_dir, precompute=False)
+
+
+def _warm(build: Callable[[Compiler], Any] | None) -> None:
+    """In a compile process: build the automaton, which lands in the disk cache."""
+    if build is not None:
+        build(_worker_compiler)
 
 
 class ConstraintCache:
@@ -300,6 +327,14 @@ class ConstraintCache:
         its result is kept for the next request).
     on_compiled
         Called with (kind, seconds) after each compile that was not a cache hit.
+    processes
+        Compile processes (``0``: none). Where the compiler has a disk cache,
+        a new constraint's automaton is built in one of them (lowering and
+        automaton construction, most of a compile, then run beside the
+        engine's thread instead of contending with it for the interpreter)
+        and read back from the disk cache; only the token masks are computed
+        in this process. A failure there is left to the compile here, which
+        reports it.
     """
 
     def __init__(
@@ -310,6 +345,7 @@ class ConstraintCache:
         max_entries: int = 512,
         timeout_s: float = 60.0,
         on_compiled: Callable[[str, float], None] | None = None,
+        processes: int = 0,
     ) -> None:
         self.compiler = compiler
         self.timeout_s = timeout_s
@@ -318,6 +354,16 @@ class ConstraintCache:
         self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tokensieve-compile")
         self._entries: OrderedDict[str, concurrent.futures.Future[Compiled]] = OrderedDict()
         self._lock = threading.Lock()
+        self._procs: concurrent.futures.ProcessPoolExecutor | None = None
+        disk = getattr(compiler, "disk_cache", None)
+        if processes > 0 and disk is not None:
+            self._procs = concurrent.futures.ProcessPoolExecutor(
+                processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(compiler.tokenizer_info, disk.directory, compiler.limits),
+            )
+            self._procs.submit(_warm, None)  # start the processes now, not at the first compile
 
     def submit(self, spec: ConstraintSpec) -> tuple[concurrent.futures.Future[Compiled], bool]:
         """Start (or join) the compile of ``spec``; returns its future and whether it was cached."""
@@ -335,6 +381,11 @@ class ConstraintCache:
 
     def _run(self, spec: ConstraintSpec) -> Compiled:
         t0 = time.perf_counter()
+        if self._procs is not None:
+            try:
+                self._procs.submit(_warm, spec.build).result()
+            except Exception:  # reported by the compile below, with its details
+                logger.debug("the compile process failed on %s; compiling here", spec.param)
         grammar, unenforced = spec.build(self.compiler)
         seconds = time.perf_counter() - t0
         if self._on_compiled is not None:
@@ -376,3 +427,5 @@ class ConstraintCache:
     def shutdown(self) -> None:
         """Stop the compile threads (compiles in progress finish)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._procs is not None:
+            self._procs.shutdown(wait=False, cancel_futures=True)
