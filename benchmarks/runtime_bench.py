@@ -176,7 +176,7 @@ except ImportError:
 def main():
     cfg = json.loads(sys.argv[1])
     llm = LLM(model=cfg["model"], dtype=cfg["dtype"], enforce_eager=True, max_model_len=1024,
-              gpu_memory_utilization=0.3, seed=0)
+              kv_cache_memory_bytes=1 << 30, seed=0)
     out = {}
     for conc in cfg["concurrency"]:
         for kind in ("free", "json"):
@@ -226,7 +226,7 @@ def vllm_throughput(
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
         handle.write(_VLLM_SCRIPT)
         script = handle.name
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), VLLM_CPU_OMP_THREADS_BIND="all")
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     try:
         proc = subprocess.run(
             [str(VLLM_PYTHON), script, json.dumps(cfg)],
@@ -243,8 +243,11 @@ def vllm_throughput(
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return dict(json.loads(line[len("RESULT ") :]))
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-    return {"skipped": f"vLLM failed (exit {proc.returncode}): " + " | ".join(tail)}
+    log = Path(tempfile.gettempdir()) / "tokensieve-vllm-bench.log"
+    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    errors = [line for line in (proc.stderr or "").splitlines() if "Error" in line]
+    tail = errors[-3:] or (proc.stderr or proc.stdout).strip().splitlines()[-5:]
+    return {"skipped": f"vLLM failed (exit {proc.returncode}, log in {log}): " + " | ".join(tail)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
             for level in levels:
                 for kind, constraint, ps in (("free", None, prompts), ("json", compiled, [json_prompt])):
                     note(f"{fmt}: engine, {level} {kind} ...")
-                    engine_throughput(engine, ps, 1, args.tokens, constraint, 1)  # warm the grammar and the step
+                    engine_throughput(
+                        engine, ps, 1, args.tokens, constraint, 1
+                    )  # warm the grammar and the step
                     results[f"engine_{fmt}_{kind}_{level}"] = engine_throughput(
                         engine, ps, level, args.tokens, constraint, args.repeat
                     )
