@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,14 +306,3 @@ class ToolCallReader:
         self._buffer = "" if end is None else self._buffer[end:]
         if end is not None:
             self._mode = "close"
-
-
-def merged_calls(events: Iterable[tuple[Any, ...]]) -> list[tuple[str, str]]:
-    """(name, arguments) of the calls in a list of :class:`ToolCallReader` events."""
-    calls: list[list[str]] = []
-    for event in events:
-        if event[0] == "call":
-            calls.append([event[3], ""])
-        elif event[0] == "arguments":
-            calls[event[1]][1] += event[2]
-    return [(n, a) for n, a in calls]
