@@ -32,3 +32,9 @@ def test_bad_limits_exit_2_before_loading_a_model() -> None:
     out = _run("serve", "--max-batch", "0")
     assert out.returncode == 2 and "--max-batch must be at least 1" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_missing_model_is_a_clear_error() -> None:
+    out = _run("serve", "--model", "/nonexistent/model.gguf")
+    assert out.returncode == 2 and "no such file or folder" in out.stderr
+    assert "Traceback" not in out.stderr

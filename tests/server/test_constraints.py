@@ -114,3 +114,39 @@ def test_one_constraint_per_request() -> None:
             tools=[{"type": "function", "function": {"name": "f"}}],
             tool_choice={"type": "function", "function": {"name": "g"}},
         )
+
+
+def test_history_with_tool_calls_is_written_in_the_call_syntax() -> None:
+    from tokensieve.server.tools import CALL_CLOSE, CALL_OPEN, chat_messages
+
+    req = ChatCompletionRequest.model_validate(
+        {
+            "model": "m",
+            "tools": [{"type": "function", "function": {"name": "add"}}],
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "2+3?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "add", "arguments": '{"a":2,"b":3}'},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_1", "content": "5"},
+            ],
+        }
+    )
+    out = chat_messages(req.messages, req.tools)
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "tool"]
+    assert out[0]["content"].startswith("Be brief.") and '"name": "add"' in out[0]["content"]
+    call = out[2]["content"]
+    assert call.startswith(CALL_OPEN) and call.endswith(CALL_CLOSE)
+    assert json.loads(call[len(CALL_OPEN) : -len(CALL_CLOSE)]) == {
+        "name": "add",
+        "arguments": {"a": 2, "b": 3},
+    }

@@ -189,13 +189,21 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
 def _chat_prompt(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
     from ..runtime.generate import build_prompt_ids
 
-    return build_prompt_ids(tokenizer, messages)
+    try:
+        return build_prompt_ids(tokenizer, messages)
+    except Exception as exc:  # the chat template refused the conversation
+        raise APIError(
+            400, f"the chat template cannot render these messages: {exc}", param="messages"
+        ) from None
 
 
 def _plain_prompt(tokenizer: Any, text: str) -> list[int]:
     from ..runtime.generate import build_prompt_ids
 
-    return build_prompt_ids(tokenizer, text, chat=False)
+    try:
+        return build_prompt_ids(tokenizer, text, chat=False)
+    except ValueError as exc:
+        raise APIError(400, str(exc), param="prompt", code="invalid_request") from None
 
 
 def _check_model(s: ServerState, model: str) -> None:

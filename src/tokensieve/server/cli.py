@@ -161,7 +161,11 @@ def _cmd_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return 2
     logger.setLevel(getattr(logging, args.log_level.upper()))
     host = args.host or "127.0.0.1"
-    app = create_app(config)
+    from ..runtime import load_model
+
+    # loaded before the server starts, so that a bad --model is a clear error (exit status 2)
+    loaded = load_model(config.model, cache_dir=config.cache_dir, progress=True)
+    app = create_app(config, loaded=loaded)
     # uvicorn stops accepting on SIGTERM or SIGINT, lets the requests in flight finish, then runs the
     # application's shutdown, which drains the engine
     uvicorn.run(app, host=host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=120)
