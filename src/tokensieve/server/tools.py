@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..grammar import ir
-from ..grammar.cfg import Grammar
+from ..ir import Grammar
+from ..ir import nodes as ir
 from ..limits import Limits
 from .protocol import ChatMessage, Tool
 
