@@ -39,10 +39,10 @@ only the stop tokens.
 
 from __future__ import annotations
 
-import functools
+import json
 import logging
 import os
-import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -58,7 +58,6 @@ from ..errors import TokensieveError
 from ..matcher import BatchGrammarMatcher, GrammarMatcher
 from ._vllm_requests import (
     EXTRA_ARGS_KEY,
-    Constraint,
     ConstraintError,
     check_constraint,
     compile_constraint,
@@ -123,10 +122,12 @@ class LogitsProcessor(_VllmLogitsProcessor):
         stop_only[self._info.stop_token_ids] = True
         self._stop_only = bool_to_bitmask(stop_only)
         self._rows: dict[int, _Row] = {}
-        self._pending: dict[Constraint, Future[Any]] = {}
-        self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="tokensieve-compile")
         self._batch = BatchGrammarMatcher(max_threads=1)
+        #: time spent in :meth:`apply` (``seconds``, of it ``wait_seconds`` waiting for compiles), the
+        #: steps and constrained rows it masked; also written to ``$TOKENSIEVE_VLLM_STATS`` when set
+        self.stats: dict[str, float] = {"steps": 0, "rows": 0, "seconds": 0.0, "wait_seconds": 0.0}
+        self._stats_path = os.environ.get("TOKENSIEVE_VLLM_STATS")
         self.compile_timeout_s = float(
             os.environ.get("TOKENSIEVE_VLLM_COMPILE_TIMEOUT", DEFAULT_COMPILE_TIMEOUT_S)
         )
@@ -188,6 +189,7 @@ class LogitsProcessor(_VllmLogitsProcessor):
         """Mask the constrained rows of ``logits`` in place and return them."""
         if not self._rows:
             return logits
+        start = time.perf_counter()
         height = int(logits.shape[0])
         indices: list[int] = []
         matchers: list[GrammarMatcher] = []
@@ -206,6 +208,7 @@ class LogitsProcessor(_VllmLogitsProcessor):
                 matchers.append(row.matcher)
         count = len(indices) + len(ended)
         if count == 0:
+            self._count(start, 0)
             return logits
         if len(self._bitmask) < count:
             self._bitmask = np.zeros((count, self._words), dtype=np.int32)
@@ -219,7 +222,18 @@ class LogitsProcessor(_VllmLogitsProcessor):
             rows_t = rows_t.to(logits.device, non_blocking=True)
             target = target.to(logits.device, non_blocking=True)
         apply_token_bitmask_inplace(logits, rows_t, indices=target)
+        self._count(start, count)
         return logits
+
+    def _count(self, start: float, rows: int) -> None:
+        stats = self.stats
+        stats["steps"] += 1
+        stats["rows"] += rows
+        stats["seconds"] += time.perf_counter() - start
+        if self._stats_path:
+            with open(self._stats_path + ".tmp", "w") as out:
+                json.dump(stats, out)
+            os.replace(self._stats_path + ".tmp", self._stats_path)
 
     # ------------------------------------------------------------------ rows
     def _new_row(self, params: SamplingParams, output: list[int]) -> _Row | None:
@@ -230,28 +244,15 @@ class LogitsProcessor(_VllmLogitsProcessor):
             return _Row(output=output, error=str(exc))
         if constraint is None:
             return None
-        return _Row(output=output, future=self._submit(constraint))
-
-    def _submit(self, constraint: Constraint) -> Future[Any]:
-        with self._lock:
-            future = self._pending.get(constraint)
-            if future is None or (future.done() and future.exception() is not None):
-                future = self._pool.submit(compile_constraint, self._compiler, constraint)
-                self._pending[constraint] = future
-                future.add_done_callback(functools.partial(self._forget, constraint))
-            return future
-
-    def _forget(self, constraint: Constraint, future: Future[Any]) -> None:
-        # once compiled, the compiler's cache answers; the futures map only joins compiles in flight
-        with self._lock:
-            if self._pending.get(constraint) is future:
-                del self._pending[constraint]
+        # one compile thread: a constraint sent again while it compiles waits and then hits the compiler's cache
+        return _Row(output=output, future=self._pool.submit(compile_constraint, self._compiler, constraint))
 
     def _ready(self, row: _Row) -> GrammarMatcher | None:
         """The row's matcher, waiting for its compile if needed (``None`` once the row has failed)."""
         if row.matcher is not None or row.error is not None:
             return row.matcher
         assert row.future is not None
+        waited = time.perf_counter()
         try:
             compiled = row.future.result(timeout=self.compile_timeout_s)
         except FutureTimeout:
@@ -261,6 +262,7 @@ class LogitsProcessor(_VllmLogitsProcessor):
         else:
             row.matcher = GrammarMatcher(compiled)
         row.future = None
+        self.stats["wait_seconds"] += time.perf_counter() - waited
         if row.error is not None:
             logger.error("tokensieve: request ended: %s", row.error)
         return row.matcher
