@@ -25,8 +25,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -113,6 +115,7 @@ def run_cell(
     prompts = [chat(llm, job["prompt"]) for job in jobs]
     todo = [i for i in range(len(jobs)) if i not in refused]
     done: list[tuple[int, Any]] = []
+    before = processor_stats()
     start = time.perf_counter()
     for lo in range(0, len(todo), concurrency):
         chunk = todo[lo : lo + concurrency]
@@ -126,6 +129,8 @@ def run_cell(
             continue
         done.extend(zip(chunk, outputs, strict=True))
     elapsed = time.perf_counter() - start
+    after = processor_stats()
+    steps = after["steps"] - before["steps"]
     tokens = sum(len(o.outputs[0].token_ids) for _, o in done)
     valid = sum(1 for i, o in done if is_valid(jobs[i], o.outputs[0]))  # for "none": valid by chance
     return {
@@ -137,7 +142,19 @@ def run_cell(
         "seconds": elapsed,
         "tokens_per_s": tokens / elapsed if elapsed else 0.0,
         "valid": valid,
+        "finished": sum(1 for _, o in done if o.outputs[0].finish_reason == "stop"),
+        # the processor's own time per step (mask fills, token steps, compile waits), tokensieve rows only
+        "processor_ms_per_step": 1000 * (after["seconds"] - before["seconds"]) / steps if steps else None,
+        "compile_wait_s": after["wait_seconds"] - before["wait_seconds"],
     }
+
+
+def processor_stats() -> dict[str, float]:
+    """What the tokensieve processor in the engine process has counted so far (see ``LogitsProcessor.stats``)."""
+    path = Path(os.environ["TOKENSIEVE_VLLM_STATS"])
+    if not path.is_file():
+        return {"steps": 0, "rows": 0, "seconds": 0.0, "wait_seconds": 0.0}
+    return dict(json.loads(path.read_text()))
 
 
 def first_token_seconds(llm: Any, backend: str, runs: int = 3) -> float:
@@ -203,6 +220,8 @@ def main() -> None:
     backends = args.backends.split(",")
     levels = sorted(int(c) for c in args.concurrency.split(","))
     rows: list[dict[str, Any]] = []
+    # the engine process inherits this and its tokensieve processor writes its counters there
+    os.environ["TOKENSIEVE_VLLM_STATS"] = str(Path(tempfile.mkdtemp(prefix="vllm-bench-")) / "stats.json")
     # one engine for the backends that need no engine setting of their own, one for guidance
     plan = [[b for b in backends if b != "guidance"], [b for b in backends if b == "guidance"]]
     for group in plan:
@@ -220,10 +239,12 @@ def main() -> None:
                     row = run_cell(llm, chosen, backend, level, args.max_tokens, refused)
                     row.update(workload=workload, new_schema_first_token_s=ttft)
                     rows.append(row)
+                    per_step = row["processor_ms_per_step"]
                     print(
                         f"{backend:10s} {workload:7s} x{level:<3d} {row['tokens_per_s']:7.1f} tok/s  "
-                        f"valid {row['valid']}/{row['requests']}  refused {row['refused']}  "
-                        f"tokens {row['tokens']}  {row['seconds']:.1f} s"
+                        f"valid {row['valid']}/{row['requests']}  finished {row['finished']}  refused {row['refused']}  "
+                        + ("" if per_step is None else f"processor {per_step:.2f} ms/step  ")
+                        + f"tokens {row['tokens']}  {row['seconds']:.1f} s"
                         + ("" if ttft is None else f"  first token (new schema) {ttft * 1000:.0f} ms"),
                         flush=True,
                     )
