@@ -67,6 +67,16 @@ SCHEMA = {
     "additionalProperties": False,
 }
 JSON_PROMPT = "Describe a person as JSON with name, age, city and hobbies."
+#: The fixed text whose perplexity measures each weight format's quality.
+QUALITY_TEXT = (
+    "The lighthouse stood at the end of a long stone pier, and every evening the keeper climbed "
+    "its hundred and twelve steps to light the lamp. Ships passing in the night relied on its beam "
+    "to find the harbour entrance, which was narrow and guarded by rocks on both sides. In winter, "
+    "storms came in from the west, and waves broke over the pier so that the keeper had to wait for "
+    "a lull before he could cross. He kept a logbook in which he wrote down the weather, the ships "
+    "he saw, and the hours the lamp burned. Over the years the logbook grew into a record of the "
+    "town itself: its fishing boats, its ferries, and the families who waited on the quay."
+)
 
 
 def _median(samples: list[float]) -> float:
@@ -131,6 +141,22 @@ def model_step(loaded: Any, fmt: str, prompt_ids: list[int], tokens: int, repeat
             token = int(fast.forward(0, [[token]], [len(prompt_ids) + i])[0].argmax())
         decode.append(tokens / (time.perf_counter() - t0))
     return {"prefill_tps": _median(prefill), "decode_tps": _median(decode), "weight_bytes": fast.weight_bytes}
+
+
+def perplexity(loaded: Any, fmt: str | None, ids: list[int]) -> float:
+    """Perplexity of the fixed text under transformers (``fmt`` None) or the model step in ``fmt``."""
+    import torch
+
+    from tokensieve.runtime.llama import FastLlama
+
+    with torch.inference_mode():
+        if fmt is None:
+            logits = loaded.model(torch.tensor([ids])).logits[0].float()
+        else:
+            fast = FastLlama(loaded.model, weights=fmt, max_slots=1, max_len=len(ids))
+            logits = fast.forward(0, [ids], [0], every_position=True)
+        nll = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(ids[1:]))
+    return float(torch.exp(nll))
 
 
 def engine_throughput(
@@ -282,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     results["bandwidth_gbs"] = memory_bandwidth(args.repeat)
     note("transformers generate ...")
     results["transformers"] = transformers_generate(loaded, prompts[0], args.tokens, args.repeat)
+    text_ids = list(loaded.tokenizer(QUALITY_TEXT)["input_ids"])
+    results["perplexity"] = {"transformers": perplexity(loaded, None, text_ids), "tokens": len(text_ids)}
+    for fmt in formats:
+        results["perplexity"][fmt] = perplexity(loaded, fmt, text_ids)
     for fmt in formats:
         note(f"{fmt}: model step ...")
         results[f"step_{fmt}"] = model_step(loaded, fmt, prompts[0], args.tokens, args.repeat)
@@ -327,7 +357,12 @@ def render(results: dict[str, Any], formats: list[str], levels: list[int]) -> st
     hf = results["transformers"]
     bw = results["bandwidth_gbs"]
     hf_mb = hf["weight_bytes"] / 1e6
+    ppl = results["perplexity"]
     lines = [
+        f"Perplexity of a fixed text ({ppl['tokens']} tokens): transformers {ppl['transformers']:.3f}, "
+        + ", ".join(f"{fmt} {ppl[fmt]:.3f} ({ppl[fmt] / ppl['transformers'] - 1:+.2%})" for fmt in formats)
+        + ".",
+        "",
         f"SmolLM2-135M-Instruct, {results['tokens']} output tokens per request, "
         f"{results['threads']} thread(s), {results['cpu']}; memory bandwidth {bw:.1f} GB/s.",
         "",

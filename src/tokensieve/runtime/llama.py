@@ -218,7 +218,14 @@ class FastLlama:
             k[dst, :, :length] = k[src, :, :length]
             v[dst, :, :length] = v[src, :, :length]
 
-    def forward(self, first_slot: int, chunks: Sequence[Sequence[int]], starts: Sequence[int]) -> Any:
+    def forward(
+        self,
+        first_slot: int,
+        chunks: Sequence[Sequence[int]],
+        starts: Sequence[int],
+        *,
+        every_position: bool = False,
+    ) -> Any:
         """Run ``chunks[i]`` at positions ``starts[i]...`` in slot ``first_slot + i``.
 
         Parameters
@@ -230,11 +237,15 @@ class FastLlama:
         starts
             Each row's position of its first new token (the tokens before it
             are in the row's slot already).
+        every_position
+            Return the logits after every new token, not only each row's last.
 
         Returns
         -------
         torch.Tensor
-            float32 ``(rows, vocab)``: the logits after each row's last token.
+            float32 ``(rows, vocab)``: the logits after each row's last token
+            (with ``every_position``: ``(tokens, vocab)``, the rows' tokens one
+            after another).
 
         Raises
         ------
@@ -252,11 +263,16 @@ class FastLlama:
             if start < 0 or start + length > self.max_len:
                 raise ValueError(f"a sequence of {start + length} tokens exceeds max_len={self.max_len}")
         with torch.inference_mode():
-            return self._forward(first_slot, chunks, list(starts), lengths)
+            return self._forward(first_slot, chunks, list(starts), lengths, every_position)
 
     # ------------------------------------------------------------ internals
     def _forward(
-        self, first_slot: int, chunks: Sequence[Sequence[int]], starts: list[int], lengths: list[int]
+        self,
+        first_slot: int,
+        chunks: Sequence[Sequence[int]],
+        starts: list[int],
+        lengths: list[int],
+        every_position: bool = False,
     ) -> Any:
         """The rows' tokens packed one after another (no padding), attention row by row."""
         torch = self._torch
@@ -297,7 +313,7 @@ class FastLlama:
             h = _rms_norm(torch, x, layer.norm2, self.eps).to(act)
             gate, up = layer.gate_up(h).chunk(2, dim=-1)
             x = x + layer.down(torch.nn.functional.silu(gate) * up).to(torch.float32)
-        final = _rms_norm(torch, x[ends - 1], self.final_norm, self.eps).to(act)
+        final = _rms_norm(torch, x if every_position else x[ends - 1], self.final_norm, self.eps).to(act)
         return self.lm_head(final).to(torch.float32)
 
     def _attention_plan(
