@@ -161,6 +161,10 @@ def _cmd_serve(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return 2
     logger.setLevel(getattr(logging, args.log_level.upper()))
     host = args.host or "127.0.0.1"
+    if host not in ("127.0.0.1", "localhost", "::1") and config.api_key is None:
+        stderr.write(
+            f"tokensieve: warning: serving on {host} without --api-key: anyone who can reach it may use it\n"
+        )
     from ..runtime import load_model
 
     # loaded before the server starts, so that a bad --model is a clear error (exit status 2)
