@@ -49,9 +49,21 @@ def test_batched_requests_give_the_tokens_they_give_alone(smollm2: LoadedModel, 
     person = smollm2.compiler.compile_json_schema(PERSON)
     date = smollm2.compiler.compile_regex(DATE)
     requests = [
-        (_prompt(smollm2, "Describe a person."), SamplingParams(temperature=1.0, seed=3, max_tokens=24), person),
-        (_prompt(smollm2, "Tell me about cats."), SamplingParams(temperature=0.8, seed=4, max_tokens=12), None),
-        (_prompt(smollm2, "When did it happen?"), SamplingParams(temperature=1.2, seed=5, max_tokens=16), date),
+        (
+            _prompt(smollm2, "Describe a person."),
+            SamplingParams(temperature=1.0, seed=3, max_tokens=24),
+            person,
+        ),
+        (
+            _prompt(smollm2, "Tell me about cats."),
+            SamplingParams(temperature=0.8, seed=4, max_tokens=12),
+            None,
+        ),
+        (
+            _prompt(smollm2, "When did it happen?"),
+            SamplingParams(temperature=1.2, seed=5, max_tokens=16),
+            date,
+        ),
         (_prompt(smollm2, "Hi"), SamplingParams(temperature=0.0, max_tokens=10), None),
     ]
     alone = []
@@ -196,7 +208,9 @@ def test_fixed_keys_are_jumped_over(smollm2: LoadedModel, engine: Engine) -> Non
     compact = smollm2.compiler.compile_json_schema(PERSON, whitespace="compact")
     ids = _prompt(smollm2, "Describe a person as JSON.")
     before = engine.stats()["steps"]
-    handles = [engine.submit(ids, SamplingParams(temperature=0.7, seed=s, max_tokens=40), compact) for s in range(2)]
+    handles = [
+        engine.submit(ids, SamplingParams(temperature=0.7, seed=s, max_tokens=40), compact) for s in range(2)
+    ]
     for handle in handles:
         value = json.loads(handle.result(timeout=120))
         jsonschema.validate(value, PERSON)
