@@ -207,11 +207,11 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy[str], max_edits: int = 4) -
 
 
 @st.composite
-def mutated_bytes(draw: st.DrawFn, seed: bytes, max_edits: int = 8) -> bytes:
+def mutated_bytes(draw: st.DrawFn, seed: bytes, max_edits: int = 3) -> bytes:
     """``seed`` with bytes overwritten, deleted, inserted, or the tail cut off."""
     data = bytearray(seed)
     for _ in range(draw(st.integers(1, max_edits))):
-        op = draw(st.sampled_from(["set", "delete", "insert", "truncate", "varint"]))
+        op = draw(st.sampled_from(["set", "set", "set", "delete", "insert", "truncate", "varint"]))
         at = draw(st.integers(0, max(0, len(data) - 1)))
         if op == "set" and data:
             data[at] = draw(st.integers(0, 255))

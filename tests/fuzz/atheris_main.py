@@ -1,0 +1,73 @@
+"""Coverage-guided fuzzing of the front ends and tokenizer readers with atheris.
+
+Usage (``scripts/fuzz.sh`` runs every target this way)::
+
+    python3 tests/fuzz/atheris_main.py TARGET [libFuzzer flags, e.g. -runs=100000 -timeout=20]
+
+``TARGET`` is one of ``regex``, ``gbnf``, ``ebnf``, ``lark``, ``schema``,
+``gguf``, ``sentencepiece``, ``tekken``. The text targets decode the input
+as UTF-8 (with replacement); the file targets overwrite a real file's bytes
+at the input's first bytes' offset. Any exception other than a
+``TokensieveError`` is a crash; libFuzzer's ``-timeout`` and
+``-rss_limit_mb`` catch hangs and memory blow-ups.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import atheris
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+with atheris.instrument_imports(include=["tokensieve"]):
+    from tokensieve import GrammarMatcher, TokenizerInfo, TokensieveError
+
+from hostile.corpus import real_file_bytes  # noqa: E402
+from hostile.harness import tiny_compiler  # noqa: E402
+
+TEXT_TARGETS = ("regex", "gbnf", "ebnf", "lark", "schema")
+FILE_TARGETS = {"gguf": ".gguf", "sentencepiece": ".model", "tekken": ".json"}
+
+
+def main() -> None:
+    target = sys.argv[1]
+    compiler = tiny_compiler()
+    folder = Path(tempfile.mkdtemp(prefix="tokensieve-atheris-"))
+    seed = b""
+    if target in FILE_TARGETS:
+        data = real_file_bytes(target)
+        if data is None:
+            sys.exit(f"the real {target} file is not installed")
+        seed = data[: 2 << 20]
+
+    def one_input(data: bytes) -> None:
+        try:
+            if target in TEXT_TARGETS:
+                text = data.decode("utf-8", "replace")
+                if target == "regex":
+                    compiled = compiler.compile_regex(text)
+                elif target == "schema":
+                    compiled = compiler.compile_json_schema(text)
+                else:
+                    compiled = compiler.compile_grammar(text, syntax=target)
+                GrammarMatcher(compiled).next_token_mask()
+            else:
+                fdp = atheris.FuzzedDataProvider(data)
+                at = fdp.ConsumeIntInRange(0, len(seed) - 1)
+                patch = fdp.ConsumeBytes(fdp.remaining_bytes())
+                mutated = seed[:at] + patch + seed[at + len(patch) :]
+                path = folder / f"input{FILE_TARGETS[target]}"
+                path.write_bytes(mutated)
+                TokenizerInfo.from_file(path)
+        except TokensieveError:
+            pass
+
+    atheris.Setup([sys.argv[0], *sys.argv[2:]], one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
