@@ -10,11 +10,14 @@ character-level counterpart of byte mutation.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 __all__ = [
+    "fuzz_settings",
     "gbnf_texts",
     "json_schemas",
     "lark_texts",
@@ -231,3 +234,22 @@ def mutated_bytes(draw: st.DrawFn, seed: bytes, max_edits: int = 3) -> bytes:
 def schema_text(schema: Any) -> str:
     """The schema as JSON text (non-ASCII kept, lone surrogates escaped)."""
     return json.dumps(schema, ensure_ascii=False)
+
+
+def fuzz_settings(examples: int) -> settings:
+    """Hypothesis settings of a fuzz target: ``examples`` derandomised examples.
+
+    ``TOKENSIEVE_FUZZ_EXAMPLES`` replaces the count and ``TOKENSIEVE_FUZZ_RANDOM``
+    draws random examples instead (the long run, ``scripts/fuzz.sh``).
+    """
+    return settings(
+        derandomize=os.environ.get("TOKENSIEVE_FUZZ_RANDOM") is None,
+        max_examples=int(os.environ.get("TOKENSIEVE_FUZZ_EXAMPLES", str(examples))),
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.filter_too_much,
+            HealthCheck.data_too_large,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )

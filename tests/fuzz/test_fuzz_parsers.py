@@ -10,26 +10,27 @@ with many more examples (``TOKENSIEVE_FUZZ_EXAMPLES``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fuzz.strategies import gbnf_texts, json_schemas, lark_texts, mutated, regex_texts, schema_text
+from fuzz.strategies import (
+    fuzz_settings,
+    gbnf_texts,
+    json_schemas,
+    lark_texts,
+    mutated,
+    regex_texts,
+    schema_text,
+)
 from hostile.harness import run_bounded, start_mask_allows_something, tiny_compiler
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler
 
 SECONDS = 10.0
-EXAMPLES = int(os.environ.get("TOKENSIEVE_FUZZ_EXAMPLES", "40"))
-SETTINGS = settings(
-    derandomize=os.environ.get("TOKENSIEVE_FUZZ_RANDOM") is None,
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
-)
+SETTINGS = fuzz_settings(40)
 
 
 @pytest.fixture(scope="module")

@@ -13,32 +13,21 @@ the JSON files, changes values) and reads the result with
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz.strategies import mutated_bytes
+from fuzz.strategies import fuzz_settings, mutated_bytes
 from hostile.corpus import real_file_bytes
 from hostile.harness import run_bounded
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from tokensieve import TokenizerInfo
 
 SECONDS = 10.0
-EXAMPLES = int(os.environ.get("TOKENSIEVE_FUZZ_EXAMPLES", "25"))
-SETTINGS = settings(
-    derandomize=os.environ.get("TOKENSIEVE_FUZZ_RANDOM") is None,
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-        HealthCheck.function_scoped_fixture,
-    ],
-)
+SETTINGS = fuzz_settings(25)
 
 
 def _seed(which: str) -> bytes:

@@ -17,18 +17,16 @@ import re
 import jsonschema
 import numpy as np
 import pytest
-from fuzz.strategies import gbnf_texts, json_schemas, regex_texts
+from fuzz.strategies import fuzz_settings, gbnf_texts, json_schemas, regex_texts
 from hostile.harness import tiny_compiler, tiny_info
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from support.tiny_vocab import EOS
 
 from tokensieve import GrammarCompiler, GrammarMatcher, LimitExceeded, TokensieveError
 
 STEPS = 24
-SETTINGS = settings(
-    derandomize=True, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = fuzz_settings(60)
 
 
 @pytest.fixture(scope="module")
