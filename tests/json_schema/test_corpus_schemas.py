@@ -75,7 +75,8 @@ KNOWN_NOT_COMPILED: dict[str, str] = {
 
 #: Imported real-world schemas that tokensieve does not compile within ``TOO_SLOW_S`` CPU seconds
 #: on the tiny vocabulary (the compile is run in a forked child whose CPU time is capped). One
-#: that compiles within the time fails the test.
+#: that compiles within the time fails the test. Measured by wall clock on a busy machine, less
+#: those that compiled within 20 s on the 131k Tekken vocabulary in the benchmark.
 KNOWN_TOO_SLOW: tuple[str, ...] = (
     "k8s_deployment_apps_v1",
     "k8s_statefulset_apps_v1",
@@ -99,26 +100,20 @@ KNOWN_TOO_SLOW: tuple[str, ...] = (
     "k8s_limitrange_v1",
     "k8s_resourcequota_v1",
     "k8s_priorityclass_scheduling_v1",
-    "k8s_runtimeclass_node_v1",
     "k8s_certificatesigningrequest_certificates_v1",
     "k8s_volumeattachment_storage_v1",
     "bamboo_spec",
     "bitbucket_pipelines",
     "buildkite",
-    "changie",
     "citation_file_format",
     "cloudbuild",
     "codecov",
     "compose_spec",
     "dependabot",
-    "github_actions",
-    "github_discussion",
-    "github_issue_forms",
     "github_workflows",
     "gitlab_ci",
     "meltano",
     "mergify",
-    "readthedocs",
     "taskfile",
     "travis",
     "woodpecker_ci",
@@ -138,32 +133,35 @@ KNOWN_TOO_SLOW: tuple[str, ...] = (
     "pyproject_uv",
     "gh_webhook_dependabot_alert",
     "gh_webhook_discussion",
-    "gh_webhook_fork",
     "gh_webhook_installation",
     "gh_webhook_issues",
-    "gh_webhook_milestone",
-    "gh_webhook_project",
-    "gh_webhook_project_card",
-    "gh_webhook_project_column",
-    "gh_webhook_public",
     "gh_webhook_pull_request",
     "gh_webhook_pull_request_review_comment",
-    "gh_webhook_push",
-    "gh_webhook_release",
-    "gh_webhook_repository",
-    "gh_webhook_repository_dispatch",
-    "gh_webhook_repository_import",
-    "gh_webhook_repository_vulnerability_alert",
-    "gh_webhook_team",
-    "gh_webhook_workflow_dispatch",
     "gh_webhook_workflow_job",
 )
 TOO_SLOW_S = 20.0
 
+#: Imported webhook schemas whose real payload tokensieve refuses: a property declared as
+#: ``allOf: [{"$ref": ...}, {"properties": {"private": ...}}]`` is written with the second
+#: part's properties first, where the payload (and llguidance) keep the order of first
+#: appearance. Each must still refuse one of its examples (else it leaves this list).
+KNOWN_REJECTED = (
+    "gh_webhook_fork",
+    "gh_webhook_marketplace_purchase",
+    "gh_webhook_milestone",
+    "gh_webhook_projects_v2_item",
+    "gh_webhook_public",
+    "gh_webhook_repository",
+    "gh_webhook_repository_vulnerability_alert",
+    "gh_webhook_status",
+)
+
 #: Imported real-world schemas compiled and walked by every run (they compile in a few seconds),
-#: beside two of ``KNOWN_NOT_COMPILED`` that fail quickly; the rest with ``TOKENSIEVE_JSON_CORPUS=full``.
+#: beside one of ``KNOWN_REJECTED`` and two of ``KNOWN_NOT_COMPILED`` that fail quickly; the rest
+#: with ``TOKENSIEVE_JSON_CORPUS=full``.
 REALWORLD_SAMPLE = (
     "github_issue_config",
+    "gh_webhook_marketplace_purchase",
     "gh_webhook_create",
     "k8s_endpointslice_discovery_v1",
     "k8s_horizontalpodautoscaler_autoscaling_v2",
@@ -363,6 +361,7 @@ def _compile_corpus(
         if known is not None:
             not_compiled[name] = f"listed in KNOWN_NOT_COMPILED ({known}) but compiles: take it off the list"
             continue
+        refused = rejected if name not in KNOWN_REJECTED else []
         for i, example in enumerate(record["examples"]):
             for text in _texts(example):
                 try:
@@ -371,7 +370,9 @@ def _compile_corpus(
                     crashes.append(f"{name} example {i}: {type(exc).__name__}: {exc}")
                     break
                 if problem is not None:
-                    rejected.append(f"{name} example {i} {text[:60]!r}...: {problem}")
+                    refused.append(f"{name} example {i} {text[:60]!r}...: {problem}")
+        if name in KNOWN_REJECTED and not refused:
+            not_compiled[name] = "listed in KNOWN_REJECTED but accepts every example: take it off the list"
     return crashes, not_compiled, rejected
 
 
@@ -435,6 +436,7 @@ def test_listed_names_exist() -> None:
     assert all(names.get(n) == "realworld" for n in listed), [n for n in listed if names.get(n) != "realworld"]
     assert not set(KNOWN_NOT_COMPILED) & set(KNOWN_TOO_SLOW)
     assert not set(REALWORLD_SAMPLE) & set(KNOWN_TOO_SLOW)
+    assert set(KNOWN_REJECTED) <= set(names) and not set(KNOWN_REJECTED) & (set(KNOWN_TOO_SLOW) | set(KNOWN_NOT_COMPILED))
 
 
 def test_corpus_compiles_tiny_vocab() -> None:
