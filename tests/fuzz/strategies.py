@@ -23,6 +23,7 @@ __all__ = [
     "lark_texts",
     "mutated",
     "mutated_bytes",
+    "regex_extras",
     "regex_texts",
     "schema_text",
 ]
@@ -66,6 +67,31 @@ def regex_texts() -> st.SearchStrategy[str]:
         )
 
     return st.recursive(_REGEX_LEAVES, extend, max_leaves=8)
+
+
+@st.composite
+def regex_extras(draw: st.DrawFn) -> str:
+    """Patterns with the rarer ECMA constructs: lookarounds, backreferences, large counts, anchors."""
+    a, b = draw(regex_texts()), draw(regex_texts())
+    big = draw(st.sampled_from([0, 1, 255, 256, 1000, 65535, 100_000, 100_001, 2**31]))
+    return draw(
+        st.sampled_from(
+            [
+                f"(?={a}){b}",
+                f"(?!{a}){b}",
+                f"{a}(?<={b})",
+                f"(?<n>{a})\\k<n>",
+                f"({a})\\1",
+                f"^{a}$",
+                f"{a}{{{big}}}",
+                f"{a}{{{big},{big + 1}}}",
+                f"[{a}]",
+                f"\\u{{{big:x}}}{b}",
+                f"(?i){a}",
+                f"{a}\\b{b}",
+            ]
+        )
+    )
 
 
 def _bnf_body(rules: list[str], quote: str) -> st.SearchStrategy[str]:

@@ -20,6 +20,7 @@ from fuzz.strategies import (
     json_schemas,
     lark_texts,
     mutated,
+    regex_extras,
     regex_texts,
     schema_text,
 )
@@ -78,7 +79,7 @@ json_values = st.recursive(
 
 
 @SETTINGS
-@given(pattern=st.one_of(mutated(regex_texts()), st.text(max_size=24)))
+@given(pattern=st.one_of(mutated(regex_texts()), mutated(regex_extras(), max_edits=2), st.text(max_size=24)))
 def test_fuzz_regex(compiler: GrammarCompiler, pattern: str) -> None:
     check(lambda: compiler.compile_regex(pattern))
 

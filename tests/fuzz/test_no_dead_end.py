@@ -17,7 +17,7 @@ import re
 import jsonschema
 import numpy as np
 import pytest
-from fuzz.strategies import fuzz_settings, gbnf_texts, json_schemas, regex_texts
+from fuzz.strategies import fuzz_settings, gbnf_texts, json_schemas, lark_texts, regex_texts
 from hostile.harness import tiny_compiler, tiny_info
 from hypothesis import given
 from hypothesis import strategies as st
@@ -102,6 +102,16 @@ def test_random_grammar_walks_never_dead_end(
     compiler: GrammarCompiler, grammar: str, data: st.DataObject
 ) -> None:
     compiled = _compile_or_none(lambda: compiler.compile_grammar(grammar, syntax="gbnf"))
+    if compiled is not None:
+        _walk(compiled, data)
+
+
+@SETTINGS
+@given(grammar=lark_texts(), data=st.data())
+def test_random_lark_walks_never_dead_end(
+    compiler: GrammarCompiler, grammar: str, data: st.DataObject
+) -> None:
+    compiled = _compile_or_none(lambda: compiler.compile_grammar(grammar, syntax="lark"))
     if compiled is not None:
         _walk(compiled, data)
 
