@@ -118,3 +118,21 @@ def test_perplexity_of_each_format_against_transformers(smollm2: LoadedModel) ->
         fast = FastLlama(smollm2.model, weights=weights, max_slots=1, max_len=len(ids))
         got = ppl(fast.forward(0, [ids], [0], every_position=True))
         assert abs(got / reference - 1) <= tolerance, (weights, got, reference)
+
+
+def test_transformers_runner_agrees_with_the_fp32_step(smollm2: LoadedModel) -> None:
+    """The fallback runner (any model folder) against the Llama step: two implementations, same logits."""
+    import torch
+
+    from tokensieve.runtime.runner import TransformersRunner, make_runner
+
+    assert isinstance(make_runner(smollm2.model, weights=None, max_slots=1, max_len=8), FastLlama)
+    runner = TransformersRunner(smollm2.model, max_slots=2, max_len=64)
+    fast = FastLlama(smollm2.model, weights="fp32", max_slots=2, max_len=64)
+    a, b = _ids(smollm2, PROMPTS[0]), _ids(smollm2, PROMPTS[3])
+    for model in (runner, fast):
+        model.forward(0, [a[:4], b[:6]], [0, 0])
+        model.move_slot(1, 0, 6)  # the second row continues in slot 0
+    got = runner.forward(0, [b[6:8]], [6])
+    want = fast.forward(0, [b[6:8]], [6])
+    assert torch.allclose(got, want, atol=1e-3), (got - want).abs().max()

@@ -627,30 +627,3 @@ def _set_threads(torch: Any, model: Any, threads: int | None) -> int:
         if size < SMALL_MODEL_PARAMETERS:
             torch.set_num_threads(1)
     return int(torch.get_num_threads())
-
-
-def run_batch(
-    engine: Engine, prompts: Sequence[Sequence[int]], params: Sequence[SamplingParams], constraint: Any = None
-) -> list[RequestHandle]:
-    """Submit several requests and wait for all of them.
-
-    Parameters
-    ----------
-    engine
-        The engine.
-    prompts
-        Token ids of each prompt.
-    params
-        Sampling parameters of each request.
-    constraint
-        One constraint for all (or ``None``).
-
-    Returns
-    -------
-    list of RequestHandle
-        Finished handles, in order.
-    """
-    handles = [engine.submit(p, s, constraint) for p, s in zip(prompts, params, strict=True)]
-    for handle in handles:
-        handle.result()
-    return handles

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import LimitExceeded, VocabularyError
 from .planner import planner_for
 
-__all__ = ["MAX_REJECTIONS", "BudgetCheck", "budget_check", "choose_token", "draw_rows"]
+__all__ = ["MAX_REJECTIONS", "BudgetCheck", "choose_token", "draw_rows"]
 
 #: How many sampled tokens may be refused for not fitting the budget before the
 #: output is finished with the planned completion instead.
@@ -194,18 +194,3 @@ class BudgetCheck:
         """Whether taking ``token`` in ``state`` leaves an output completable in ``left - 1`` tokens."""
         nxt = self.compiled.step_bytes(state, self._vocab[token])
         return nxt >= 0 and self.fits_state(nxt, left - 1)
-
-
-def budget_check(compiled: Any) -> BudgetCheck:
-    """A :class:`BudgetCheck` for ``compiled``.
-
-    Parameters
-    ----------
-    compiled
-        The compiled constraint.
-
-    Returns
-    -------
-    BudgetCheck
-    """
-    return BudgetCheck(compiled)
