@@ -34,7 +34,7 @@ import sys
 import time
 
 import numpy as np
-from json_bench import load_corpus
+from json_bench import HAND_WRITTEN_GROUPS, load_corpus
 from vocabs import VOCAB_NAMES, load_vocab
 
 MODES = ("none", "fresh", "store")
@@ -82,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vocab", default="tekken", choices=VOCAB_NAMES)
     parser.add_argument("--keep", type=int, default=780, help="mask rows kept per schema")
-    parser.add_argument("--groups", default="", help="corpus groups (all by default)")
+    parser.add_argument("--groups", default="", help="corpus groups (by default the hand-written ones)")
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one mode, in this process
     args = parser.parse_args(argv)
-    groups = [g.strip() for g in args.groups.split(",") if g.strip()] or None
+    groups = [g.strip() for g in args.groups.split(",") if g.strip()] or list(HAND_WRITTEN_GROUPS)
     if args.mode:
         print(json.dumps(run_mode(args.mode, args.vocab, args.keep, groups)))
         return 0

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from json_bench import load_corpus
+from json_bench import HAND_WRITTEN_GROUPS, load_corpus
 from vocabs import VOCAB_NAMES, load_vocab
 
 #: (phase, module, attribute path) of every wrapped function; a phase may have several
@@ -143,10 +143,10 @@ def _geomean(values: list[float]) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vocab", default="tekken", choices=VOCAB_NAMES)
-    parser.add_argument("--groups", default="", help="corpus groups (all by default)")
+    parser.add_argument("--groups", default="", help="corpus groups (by default the hand-written ones)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per schema (median)")
     args = parser.parse_args(argv)
-    groups = [g.strip() for g in args.groups.split(",") if g.strip()] or None
+    groups = [g.strip() for g in args.groups.split(",") if g.strip()] or list(HAND_WRITTEN_GROUPS)
 
     import tokensieve
 
