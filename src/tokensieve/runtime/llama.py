@@ -13,14 +13,18 @@ formats:
 ``"bf16"``
     bfloat16 weights and matrix products (oneDNN prepacked weights where torch
     has them, which use AMX or AVX-512 BF16 where the CPU has them); the
-    residual stream, norms and attention softmax stay in float32.
+    residual stream, norms and rotary embedding stay in float32, attention
+    reads bfloat16 keys and values.
 ``"int8"``
     Weight-only int8 with one scale per output channel
     (``torch._weight_int8pack_mm``), activations in bfloat16.
 
-Each step is a fixed number of torch operations per layer whatever the
-sequences' lengths; the attention reads only the cache positions up to the
-longest row's length.
+A step packs every row's new tokens one after another (no padding), so one
+matrix product per weight serves all rows; the number of torch operations per
+layer does not grow with the sequences' lengths. Every row's result is the
+same whatever else is in the batch (see ``_attention_plan`` and
+``_MAX_ROWS``), which is what lets a seeded request decode to the same tokens
+alone or batched.
 """
 
 from __future__ import annotations
