@@ -253,7 +253,7 @@ class Engine:
         with self._cond:
             reasons = {k.split(":", 1)[1]: v for k, v in self._stats.items() if k.startswith("finish:")}
             return {
-                "active": len(self._rows),
+                "active": sum(1 for row in self._rows if not row.handle.done),
                 "queued": len(self._queue),
                 "steps": self._stats["steps"],
                 "batch_sizes": dict(sorted(self._batch_sizes.items())),
