@@ -38,7 +38,7 @@ from ..errors import LimitExceeded, TokensieveError, VocabularyError
 from ..matcher import BatchGrammarMatcher, GrammarMatcher
 from .model import LoadedModel
 from .requests import QueueFull, RequestHandle, SamplingParams, StepOutput
-from .runner import DEFAULT_WEIGHTS, make_runner
+from .runner import DEFAULT_WEIGHTS, make_runner, set_threads
 from .sampling import BudgetCheck, choose_token, draw_rows
 
 __all__ = ["DEFAULT_MAX_LEN", "Engine", "QueueFull", "RequestHandle", "SamplingParams", "StepOutput"]
@@ -50,9 +50,6 @@ DEFAULT_MAX_LEN = 2048
 
 #: Most tokens appended by jump-forward in one step.
 MAX_FORCED = 32
-
-#: Models below this many parameters run on one thread by default.
-SMALL_MODEL_PARAMETERS = 500_000_000
 
 
 class _Row:
@@ -132,7 +129,7 @@ class Engine:
         self.model = model
         self.max_batch = int(max_batch)
         self.max_queue = int(max_queue)
-        self.threads = _set_threads(torch, model.model, threads)
+        self.threads = set_threads(torch, model.model, threads)
         self.runner = make_runner(model.model, weights=weights, max_slots=self.max_batch, max_len=max_len)
         self.weights = self.runner.weights
         self.max_len = self.runner.max_len
@@ -611,19 +608,3 @@ class Engine:
         with self._cond:
             self._stats[f"finish:{reason}"] += 1
         handle._publish(outputs, reason, error)
-
-
-def _set_threads(torch: Any, model: Any, threads: int | None) -> int:
-    """Set torch's CPU threads (see :class:`Engine`); returns the number in use."""
-    if threads is not None:
-        if threads < 1:
-            raise ValueError("threads must be at least 1")
-        torch.set_num_threads(int(threads))
-    else:
-        try:
-            size = sum(int(p.numel()) for p in model.parameters())
-        except Exception:  # pragma: no cover - exotic model objects
-            size = SMALL_MODEL_PARAMETERS
-        if size < SMALL_MODEL_PARAMETERS:
-            torch.set_num_threads(1)
-    return int(torch.get_num_threads())

@@ -16,7 +16,14 @@ from typing import Any, Protocol
 
 from .llama import WEIGHT_FORMATS, FastLlama, supports
 
-__all__ = ["DEFAULT_WEIGHTS", "ModelRunner", "TransformersRunner", "make_runner"]
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "SMALL_MODEL_PARAMETERS",
+    "ModelRunner",
+    "TransformersRunner",
+    "make_runner",
+    "set_threads",
+]
 
 logger = logging.getLogger("tokensieve")
 
@@ -24,6 +31,9 @@ logger = logging.getLogger("tokensieve")
 #: rows in about the time of one row and keeps greedy outputs of float32 (see
 #: docs/runtime.md); int8 is slightly faster for a single row only.
 DEFAULT_WEIGHTS = "bf16"
+
+#: Models below this many parameters run on one thread by default.
+SMALL_MODEL_PARAMETERS = 500_000_000
 
 
 class ModelRunner(Protocol):
@@ -129,3 +139,36 @@ def make_runner(model: Any, *, weights: str | None, max_slots: int, max_len: int
             "weights=%s is offered for Llama-family models only; running the model as loaded", weights
         )
     return TransformersRunner(model, max_slots=max_slots, max_len=max_len)
+
+
+def set_threads(torch: Any, model: Any, threads: int | None) -> int:
+    """Set torch's CPU threads (process-wide); returns the number in use.
+
+    Parameters
+    ----------
+    torch
+        The torch module.
+    model
+        The model (its size decides the default).
+    threads
+        The number to use; ``None``: 1 for models under
+        :data:`SMALL_MODEL_PARAMETERS` (their steps are too small to share, and
+        spinning threads collapse when other processes use the cores), else
+        torch's default.
+
+    Returns
+    -------
+    int
+    """
+    if threads is not None:
+        if threads < 1:
+            raise ValueError("threads must be at least 1")
+        torch.set_num_threads(int(threads))
+    else:
+        try:
+            size = sum(int(p.numel()) for p in model.parameters())
+        except Exception:  # pragma: no cover - exotic model objects
+            size = SMALL_MODEL_PARAMETERS
+        if size < SMALL_MODEL_PARAMETERS:
+            torch.set_num_threads(1)
+    return int(torch.get_num_threads())
