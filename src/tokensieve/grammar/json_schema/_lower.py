@@ -118,7 +118,16 @@ class Lowerer:
         return node
 
     def expand(self, locs: list[Loc]) -> tuple[list[Loc], bool, bool]:
-        """``$ref`` and ``allOf`` expanded: (plain schemas, whether a reference was followed, false seen)."""
+        """``$ref`` and ``allOf`` expanded: (plain schemas, whether a reference was followed, false seen).
+
+        The plain schemas come in document order, depth first: a ``$ref``'s target
+        before the keywords beside it, a schema's own keywords before its ``allOf``
+        members, each member's expansion before the next member's. Properties
+        merged from several schemas are laid out in this order, the order in which
+        they first appear (``allOf: [{"$ref": base}, {"properties": extra}]``
+        takes the base's properties first, as the instances written for such
+        schemas do).
+        """
         todo = deque(locs)
         seen: set[Any] = set()
         plain: list[Loc] = []
@@ -144,22 +153,22 @@ class Lowerer:
                 ref = node["$ref"]
                 if not isinstance(ref, str):
                     raise SchemaError("$ref must be a string", loc.ptr + "/$ref")
-                todo.append(loc.without("$ref"))
+                todo.appendleft(loc.without("$ref"))
                 try:
                     target = self.reg.resolve(ref, loc, loc.ptr + "/$ref")
                 except _RemoteRef as exc:
                     self.unsupported(loc.ptr, "$ref", f"{ref!r} points outside the document (not fetched)")
                     del exc
                     continue
-                todo.append(target)
+                todo.appendleft(target)
                 used_ref = True
                 continue
             if loc.has("allOf"):
                 members = node["allOf"]
                 if not isinstance(members, list) or not members:
                     raise SchemaError("allOf must be a non-empty array of schemas", loc.ptr + "/allOf")
-                todo.append(loc.without("allOf"))
-                todo.extend(loc.child("allOf", i) for i in range(len(members)))
+                todo.extendleft(loc.child("allOf", i) for i in reversed(range(len(members))))
+                todo.appendleft(loc.without("allOf"))
                 continue
             for kw in ("$dynamicRef", "$recursiveRef"):
                 if loc.has(kw):
