@@ -120,6 +120,13 @@ def _add_generate(commands: Any) -> None:
         "instead of refusing the schema",
     )
     constraint.add_argument(
+        "--open-objects",
+        action="store_true",
+        help="with --schema: objects whose schema says nothing about additionalProperties may take "
+        "keys it does not name (JSON Schema's own rule); by default they take only the named keys, "
+        "as OpenAI's strict structured outputs do",
+    )
+    constraint.add_argument(
         "--indent",
         type=int,
         metavar="N",
@@ -217,6 +224,7 @@ def _json_options(args: argparse.Namespace) -> dict[str, Any]:
         "whitespace": args.whitespace or "compact",
         "indent": args.indent,
         "strict": not args.lenient,
+        "closed_objects": not args.open_objects,
     }
 
 
@@ -239,8 +247,8 @@ def _check_constraint(args: argparse.Namespace) -> Any:
             if args.schema is not None:
                 logger.warning("not enforced: %s", item)
         return ("json", schema, options)
-    if args.lenient or args.indent is not None or args.whitespace is not None:
-        raise _UsageError("--lenient, --indent and --whitespace go with --schema or --json")
+    if args.lenient or args.open_objects or args.indent is not None or args.whitespace is not None:
+        raise _UsageError("--lenient, --open-objects, --indent and --whitespace go with --schema or --json")
     if args.grammar is not None:
         from .grammar.cfg import Grammar
 

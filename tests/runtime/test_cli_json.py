@@ -98,7 +98,16 @@ def test_schema_output_parses_and_validates(capsys, tmp_path: Path, shared_loade
     path = tmp_path / "person.json"
     path.write_text(json.dumps(PERSON))
     code, out, err = _run(
-        capsys, "--schema", str(path), "--n", "2", "--temperature", "1.0", "--max-tokens", "80", "Describe a person."
+        capsys,
+        "--schema",
+        str(path),
+        "--n",
+        "2",
+        "--temperature",
+        "1.0",
+        "--max-tokens",
+        "80",
+        "Describe a person.",
     )
     assert code == 0, err
     lines = out.rstrip("\n").split("\n")
@@ -110,12 +119,55 @@ def test_schema_output_parses_and_validates(capsys, tmp_path: Path, shared_loade
 @pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.xdist_group("smollm2")
+def test_objects_take_only_the_named_keys_unless_opened(capsys, tmp_path: Path, shared_loader) -> None:
+    silent = {k: v for k, v in PERSON.items() if k != "additionalProperties"}
+    path = tmp_path / "person.json"
+    path.write_text(json.dumps(silent))
+    code, out, err = _run(
+        capsys,
+        "--schema",
+        str(path),
+        "--n",
+        "4",
+        "--temperature",
+        "1.0",
+        "--max-tokens",
+        "80",
+        "Describe a person.",
+    )
+    assert code == 0, err
+    for line in out.rstrip("\n").split("\n"):
+        # the oracle: the schema with additionalProperties: false written in, as OpenAI's strict mode reads it
+        jsonschema.validate(json.loads(line), PERSON)
+    # --open-objects compiles JSON Schema's own language: a key the schema does not name is accepted
+    from tokensieve.cli import _check_constraint, build_parser
+
+    args = build_parser().parse_args(["generate", "--schema", str(path), "--open-objects", "Go"])
+    _, schema, options = _check_constraint(args)
+    compiled = shared_loader.compiler.compile_json_schema(schema, **options)
+    from tokensieve import GrammarMatcher
+
+    assert GrammarMatcher(compiled).accept_string('{"name":"a","age":3,"nickname":"b"}')
+    closed_args = build_parser().parse_args(["generate", "--schema", str(path), "Go"])
+    closed = shared_loader.compiler.compile_json_schema(schema, **_check_constraint(closed_args)[2])
+    assert not GrammarMatcher(closed).accept_string('{"name":"a","age":3,"nickname":"b"}')
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.xdist_group("smollm2")
 def test_indented_schema_output(capsys, tmp_path: Path, shared_loader) -> None:
-    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "maxLength": 12}},
+        "required": ["city"],
+    }
     schema["additionalProperties"] = False
     path = tmp_path / "city.json"
     path.write_text(json.dumps(schema))
-    code, out, err = _run(capsys, "--schema", str(path), "--indent", "2", "--temperature", "0", "Name a city.")
+    code, out, err = _run(
+        capsys, "--schema", str(path), "--indent", "2", "--temperature", "0", "Name a city."
+    )
     assert code == 0, err
     text = out[:-1]
     value = json.loads(text)
@@ -127,6 +179,8 @@ def test_indented_schema_output(capsys, tmp_path: Path, shared_loader) -> None:
 @pytest.mark.model
 @pytest.mark.xdist_group("smollm2")
 def test_any_json_output_parses(capsys, shared_loader) -> None:
-    code, out, err = _run(capsys, "--json", "--max-tokens", "60", "--seed", "3", "Give a JSON list of three colours.")
+    code, out, err = _run(
+        capsys, "--json", "--max-tokens", "60", "--seed", "3", "Give a JSON list of three colours."
+    )
     assert code == 0, err
     json.loads(out[:-1])
