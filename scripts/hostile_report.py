@@ -54,6 +54,7 @@ def build_table(seconds: float, only: list[str]) -> str:
         if out.kind == "typed" and not out.located:
             ending += " (no place named)"
         error = f"{out.error_type}: {out.message}" if out.error_type else out.message
+        error = error.replace(f"{folder}/", "")
         rows.append(
             f"| {_cell(case.name)} | {ending} | {_cell(error[:140])} | {out.seconds:.2f} "
             f"| {out.peak_rss_bytes / 2**20:.0f} |"
