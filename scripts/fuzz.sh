@@ -13,7 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 EXAMPLES=${EXAMPLES:-20000}          # hypothesis examples per target
-ATHERIS_RUNS=${ATHERIS_RUNS:-100000} # atheris inputs per target
+ATHERIS_RUNS=${ATHERIS_RUNS:-100000} # atheris inputs per target, at most
+ATHERIS_SECONDS=${ATHERIS_SECONDS:-600} # and at most this long per target
 ATHERIS_TARGETS=${ATHERIS_TARGETS:-"regex gbnf ebnf lark schema gguf sentencepiece tekken"}
 OUT_DIR=${OUT_DIR:-/tmp/tokensieve-fuzz}
 mkdir -p "$OUT_DIR"
@@ -27,15 +28,16 @@ TOKENSIEVE_FUZZ_RANDOM=1 TOKENSIEVE_FUZZ_EXAMPLES=$EXAMPLES \
 
 if python3 -c "import atheris" 2>/dev/null; then
   for target in $ATHERIS_TARGETS; do
-    echo "== atheris $target: $ATHERIS_RUNS runs"
+    echo "== atheris $target: at most $ATHERIS_RUNS runs or $ATHERIS_SECONDS s"
     mkdir -p "$OUT_DIR/corpus-$target"
     if ! python3 tests/fuzz/atheris_main.py "$target" "$OUT_DIR/corpus-$target" \
-      -runs="$ATHERIS_RUNS" -timeout=20 -rss_limit_mb=4096 -artifact_prefix="$OUT_DIR/$target-" \
+      -runs="$ATHERIS_RUNS" -max_total_time="$ATHERIS_SECONDS" -timeout=20 -rss_limit_mb=4096 -artifact_prefix="$OUT_DIR/$target-" \
       >"$OUT_DIR/atheris-$target.log" 2>&1; then
       status=1
       echo "   crash or hang: see $OUT_DIR/atheris-$target.log"
     fi
-    tail -n 3 "$OUT_DIR/atheris-$target.log" | grep -E "Done|DONE" || true
+    grep -E "^#[0-9]+.*(DONE|exec/s)" "$OUT_DIR/atheris-$target.log" | tail -n 1 || true
+    grep -E "ERROR|SUMMARY" "$OUT_DIR/atheris-$target.log" || true
   done
 else
   echo "== atheris is not installed (pip install atheris): coverage-guided runs skipped"

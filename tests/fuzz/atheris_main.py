@@ -29,6 +29,18 @@ from hostile.corpus import real_file_bytes  # noqa: E402
 from hostile.harness import tiny_compiler  # noqa: E402
 
 TEXT_TARGETS = ("regex", "gbnf", "ebnf", "lark", "schema")
+#: starting inputs of the text targets, written into an empty corpus folder
+SEEDS = {
+    "regex": ["[a-z]+@[0-9]{3}", "(?:ab|c)*d?", "\\d{2,4}-\\w+", "(?=a)[a-c]{1,5}", "\\p{Lu}\\u00e9."],
+    "gbnf": ['root ::= "a" root | "b"', 'root ::= item ("," item)*\nitem ::= [a-z]+ | "(" root ")"'],
+    "ebnf": ['root ::= "a" root | "b"', 'root ::= item ("," item)*\nitem ::= [a-z]+ | "(" root ")"'],
+    "lark": ['start: item ("," item)*\nitem: WORD | "(" start ")"\nWORD: /[a-z]+/', 'start: "a" start | "b"'],
+    "schema": [
+        '{"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}}, "required": ["a"]}',
+        '{"$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}}, "$ref": "#/$defs/t"}',
+        '{"anyOf": [{"type": "string", "pattern": "^[a-z]+$", "maxLength": 8}, {"enum": [1, "x", null]}]}',
+    ],
+}
 FILE_TARGETS = {"gguf": ".gguf", "sentencepiece": ".model", "tekken": ".json"}
 
 
@@ -65,6 +77,10 @@ def main() -> None:
         except TokensieveError:
             pass
 
+    corpus = next((Path(a) for a in sys.argv[2:] if not a.startswith("-")), None)
+    if corpus is not None and target in SEEDS and not any(corpus.iterdir()):
+        for i, text in enumerate(SEEDS[target]):
+            (corpus / f"seed-{i}").write_text(text)
     atheris.Setup([sys.argv[0], *sys.argv[2:]], one_input)
     atheris.Fuzz()
 
