@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 with atheris.instrument_imports(include=["tokensieve"]):
     from tokensieve import GrammarMatcher, TokenizerInfo, TokensieveError
 
-from hostile.corpus import real_file_bytes  # noqa: E402
+from hostile.corpus import real_file_bytes, tekken_small_bytes  # noqa: E402
 from hostile.harness import tiny_compiler  # noqa: E402
 
 TEXT_TARGETS = ("regex", "gbnf", "ebnf", "lark", "schema")
@@ -50,10 +50,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="tokensieve-atheris-"))
     seed = b""
     if target in FILE_TARGETS:
-        data = real_file_bytes(target)
+        data = tekken_small_bytes() if target == "tekken" else real_file_bytes(target)
         if data is None:
             sys.exit(f"the real {target} file is not installed")
-        seed = data[: 2 << 20]
+        seed = data[: 2 << 20]  # a GGUF file's metadata lies in its first 2 MiB
 
     def one_input(data: bytes) -> None:
         try:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from fuzz.strategies import fuzz_settings, mutated_bytes
-from hostile.corpus import real_file_bytes
+from hostile.corpus import real_file_bytes, tekken_small_bytes
 from hostile.harness import run_bounded
 from hypothesis import event, given
 from hypothesis import strategies as st
@@ -39,15 +39,12 @@ def _seed(which: str) -> bytes:
     return data
 
 
-@cache
 def _tekken_small() -> bytes:
-    """The real Tekken file cut to its first 1,300 ranks (1,000 control ids + 300 ranks)."""
-    data = json.loads(_seed("tekken"))
-    data["vocab"] = data["vocab"][:1300]
-    data["config"]["num_vocab_tokens"] = 1300
-    data["config"]["default_vocab_size"] = 1300
-    data.pop("image", None)
-    return json.dumps(data).encode()
+    """The real Tekken file cut to its first 1,300 ranks."""
+    _seed("tekken")
+    data = tekken_small_bytes()
+    assert data is not None
+    return data
 
 
 @cache

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CASES", "HostileCase", "action", "real_file_bytes"]
+__all__ = ["CASES", "HostileCase", "action", "real_file_bytes", "tekken_small_bytes"]
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,20 @@ def real_file_bytes(which: str) -> bytes | None:
         return None
     with open(path, "rb") as f:
         return f.read(4 << 20) if which == "gguf" else f.read()
+
+
+@cache
+def tekken_small_bytes() -> bytes | None:
+    """The real Tekken file cut to its first 1,300 ranks (1,000 control ids, 300 ranks); None when missing."""
+    data = real_file_bytes("tekken")
+    if data is None:
+        return None
+    doc = json.loads(data)
+    doc["vocab"] = doc["vocab"][:1300]
+    doc["config"]["num_vocab_tokens"] = 1300
+    doc["config"]["default_vocab_size"] = 1300
+    doc.pop("image", None)
+    return json.dumps(doc).encode()
 
 
 def _need(which: str) -> bytes:
