@@ -62,7 +62,9 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s\"<>\\^`{|}]*$")
 def _records() -> list[dict[str, Any]]:
     by_name = {}
     for path in sorted(CORPUS_DIR.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
+        # split at line feeds only: splitlines() also splits at U+2028 and other characters
+        # that JSON strings may hold unescaped
+        for line in path.read_text(encoding="utf-8").split("\n"):
             if line.strip():
                 record = json.loads(line)
                 by_name[record["name"]] = record
