@@ -375,11 +375,13 @@ def _rewrite_left_recursion(rules: dict[str, Node], limits: Limits) -> dict[str,
     for i, a in enumerate(order):
         earlier = set(order[:i])
         branches = _branches(out[a])
+        # Each round replaces a leading reference to an earlier rule by that rule's
+        # alternatives, which (already rewritten) lead with a later rule or a terminal, so
+        # the leading rule's position rises every round: at most i rounds, and the number
+        # of alternatives is bounded below.
         changed = True
-        rounds = 0
-        while changed and rounds < 64:
+        while changed:
             changed = False
-            rounds += 1
             new: list[Node] = []
             for b in branches:
                 first, rest = _split_first(b)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -413,7 +414,17 @@ class GrammarCompiler:
                     logger.info("compiled %s grammar (cache hit)", key[0])
                     return hit
         t0 = time.perf_counter()
-        dfa, unenforced = self._built(key, build)
+        try:
+            dfa, unenforced = self._built(key, build)
+        except RecursionError:
+            # the front ends and automata builders recurse over the IR; a constraint whose IR
+            # nests past the interpreter's stack (multipleOf 1e-200 spelled digit by digit) is
+            # refused as too large, like any other bound, never as an untyped error
+            raise LimitExceeded(
+                "recursion_limit",
+                sys.getrecursionlimit(),
+                f"the {key[0]} constraint nests deeper than the interpreter's recursion limit",
+            ) from None
         if isinstance(dfa, RuleNetwork):
             pda = CompiledPushdownGrammar(
                 dfa, self.tokenizer_info, self.limits, kind=key[0], source=source, unenforced=unenforced

@@ -72,6 +72,8 @@ def load_schema(schema: Any) -> Any:
             ) from None
         except RecursionError:
             raise SchemaError("schema text nests too deeply to parse") from None
+        except ValueError as exc:  # an integer past the interpreter's digit limit (4,300 by default)
+            raise SchemaError(f"schema text holds a value Python cannot read: {exc}") from None
     elif isinstance(schema, type):
         fn = getattr(schema, "model_json_schema", None)
         if fn is None:
