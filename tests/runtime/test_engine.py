@@ -83,6 +83,7 @@ def test_batched_requests_give_the_tokens_they_give_alone(smollm2: LoadedModel, 
 
 def test_constrained_rows_stay_valid_beside_free_text(smollm2: LoadedModel, engine: Engine) -> None:
     person = smollm2.compiler.compile_json_schema(PERSON)
+    before = engine.stats()
     ids = _prompt(smollm2, "Describe a person as JSON.")
     handles = []
     for i in range(6):
@@ -95,6 +96,11 @@ def test_constrained_rows_stay_valid_beside_free_text(smollm2: LoadedModel, engi
         if i % 3:
             jsonschema.validate(json.loads(text), PERSON)
             assert handle.num_output_tokens <= handle_budget(i)
+    after = engine.stats()
+    # four constrained rows, each with at least one mask filled; the time is counted
+    assert after["mask_rows"] - before["mask_rows"] >= 4
+    assert after["mask_seconds"] > before["mask_seconds"]
+    assert after["mask_wait_seconds"] >= before["mask_wait_seconds"]
 
 
 def handle_budget(i: int) -> int:

@@ -321,6 +321,9 @@ def test_eight_concurrent_requests_decode_in_one_batch(client: openai.OpenAI, se
     metrics = httpx.get(server.base + "/metrics", timeout=10).text
     assert re.search(r"^tokensieve_completion_tokens_total [1-9]", metrics, re.M)
     assert re.search(r"^tokensieve_constraint_cache_hits_total [1-9]", metrics, re.M)
+    # the engine's mask work: rows filled (8 constrained requests) and the time spent on them
+    assert re.search(r"^tokensieve_engine_mask_rows [1-9]", metrics, re.M)
+    assert re.search(r"^tokensieve_engine_mask_seconds [0-9.e+-]*[1-9]", metrics, re.M)
 
 
 def test_structured_outputs_regex_choice_grammar(client: openai.OpenAI) -> None:

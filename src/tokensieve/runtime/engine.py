@@ -26,6 +26,7 @@ import codecs
 import functools
 import logging
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -243,7 +244,9 @@ class Engine:
         dict
             ``active`` and ``queued`` requests now; ``steps`` taken;
             ``batch_sizes`` (rows per step: number of steps); ``prompt_tokens``,
-            ``output_tokens`` and ``forced_tokens`` processed; ``submitted``,
+            ``output_tokens`` and ``forced_tokens`` processed; ``mask_rows`` (masks
+            filled), ``mask_seconds`` (time filling them, beside the forward pass) and
+            ``mask_wait_seconds`` (time steps waited for masks after it); ``submitted``,
             ``finished`` and ``finish_reasons``; ``weights``, ``threads``,
             ``max_batch``, ``max_queue``, ``max_len``.
         """
@@ -257,6 +260,9 @@ class Engine:
                 "prompt_tokens": self._stats["prompt_tokens"],
                 "output_tokens": self._stats["output_tokens"],
                 "forced_tokens": self._stats["forced_tokens"],
+                "mask_rows": self._stats["mask_rows"],
+                "mask_seconds": self._stats["mask_ns"] / 1e9,
+                "mask_wait_seconds": self._stats["mask_wait_ns"] / 1e9,
                 "submitted": self._stats["submitted"],
                 "finished": sum(reasons.values()),
                 "finish_reasons": reasons,
@@ -359,6 +365,13 @@ class Engine:
             )
         BudgetCheck(compiled).check_start(compiled.start_state, params.max_tokens)
 
+    def _fill_masks(self, matchers: list[GrammarMatcher], constrained: list[int]) -> None:
+        """Fill the constrained rows' masks in one batch call, counting its time and rows."""
+        t0 = time.perf_counter_ns()
+        self._batch_matcher.fill_next_token_bitmask(matchers, self._bitmask, constrained)
+        self._stats["mask_ns"] += time.perf_counter_ns() - t0
+        self._stats["mask_rows"] += len(constrained)
+
     def _step(self, rows: list[_Row], old: int) -> None:
         torch = self._torch
         constrained: list[int] = []
@@ -369,9 +382,7 @@ class Engine:
                 matchers.append(row.matcher)
         masks = None
         if constrained:
-            masks = self._mask_pool.submit(
-                self._batch_matcher.fill_next_token_bitmask, matchers, self._bitmask, constrained
-            )
+            masks = self._mask_pool.submit(self._fill_masks, matchers, constrained)
         parts = []
         try:
             if old:
@@ -384,7 +395,11 @@ class Engine:
                 )
         finally:
             if masks is not None:
+                waited = time.perf_counter()
                 masks.result()
+                # time the step spent waiting for masks after the forward pass: the part of the
+                # mask work that did not overlap the model
+                self._stats["mask_wait_ns"] += int((time.perf_counter() - waited) * 1e9)
         logits = parts[0] if len(parts) == 1 else torch.cat(parts)
         for row in rows:
             fed = len(row.pending)
