@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tokensieve import cli
+from tokensieve import GrammarMatcher, cli
 
 PERSON = {
     "type": "object",
@@ -91,18 +91,15 @@ def shared_loader(monkeypatch):
     return loaded
 
 
-@pytest.mark.slow
-@pytest.mark.model
-@pytest.mark.xdist_group("smollm2")
-def test_schema_output_parses_and_validates(capsys, tmp_path: Path, shared_loader) -> None:
-    path = tmp_path / "person.json"
-    path.write_text(json.dumps(PERSON))
+def _samples(capsys: pytest.CaptureFixture[str], path: Path, schema: dict, n: int) -> list[str]:
+    """Write ``schema`` to ``path`` and generate ``n`` people under it; the output lines."""
+    path.write_text(json.dumps(schema))
     code, out, err = _run(
         capsys,
         "--schema",
         str(path),
         "--n",
-        "2",
+        str(n),
         "--temperature",
         "1.0",
         "--max-tokens",
@@ -111,8 +108,15 @@ def test_schema_output_parses_and_validates(capsys, tmp_path: Path, shared_loade
     )
     assert code == 0, err
     lines = out.rstrip("\n").split("\n")
-    assert len(lines) == 2
-    for line in lines:
+    assert len(lines) == n
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.model
+@pytest.mark.xdist_group("smollm2")
+def test_schema_output_parses_and_validates(capsys, tmp_path: Path, shared_loader) -> None:
+    for line in _samples(capsys, tmp_path / "person.json", PERSON, 2):
         jsonschema.validate(json.loads(line), PERSON)
 
 
@@ -122,34 +126,16 @@ def test_schema_output_parses_and_validates(capsys, tmp_path: Path, shared_loade
 def test_objects_take_only_the_named_keys_unless_opened(capsys, tmp_path: Path, shared_loader) -> None:
     silent = {k: v for k, v in PERSON.items() if k != "additionalProperties"}
     path = tmp_path / "person.json"
-    path.write_text(json.dumps(silent))
-    code, out, err = _run(
-        capsys,
-        "--schema",
-        str(path),
-        "--n",
-        "4",
-        "--temperature",
-        "1.0",
-        "--max-tokens",
-        "80",
-        "Describe a person.",
-    )
-    assert code == 0, err
-    for line in out.rstrip("\n").split("\n"):
+    for line in _samples(capsys, path, silent, 4):
         # the oracle: the schema with additionalProperties: false written in, as OpenAI's strict mode reads it
         jsonschema.validate(json.loads(line), PERSON)
     # --open-objects compiles JSON Schema's own language: a key the schema does not name is accepted
-    from tokensieve.cli import _check_constraint, build_parser
-
-    args = build_parser().parse_args(["generate", "--schema", str(path), "--open-objects", "Go"])
-    _, schema, options = _check_constraint(args)
+    args = cli.build_parser().parse_args(["generate", "--schema", str(path), "--open-objects", "Go"])
+    _, schema, options = cli._check_constraint(args)
     compiled = shared_loader.compiler.compile_json_schema(schema, **options)
-    from tokensieve import GrammarMatcher
-
     assert GrammarMatcher(compiled).accept_string('{"name":"a","age":3,"nickname":"b"}')
-    closed_args = build_parser().parse_args(["generate", "--schema", str(path), "Go"])
-    closed = shared_loader.compiler.compile_json_schema(schema, **_check_constraint(closed_args)[2])
+    closed_args = cli.build_parser().parse_args(["generate", "--schema", str(path), "Go"])
+    closed = shared_loader.compiler.compile_json_schema(schema, **cli._check_constraint(closed_args)[2])
     assert not GrammarMatcher(closed).accept_string('{"name":"a","age":3,"nickname":"b"}')
 
 
