@@ -143,8 +143,6 @@ def test_damaged_entry_is_a_miss_and_rebuilt(tmp_path: Path, info: TokenizerInfo
 
 
 def test_planted_entry_cannot_run_code(tmp_path: Path) -> None:
-    import hashlib
-
     from tokensieve.compile import disk_cache
 
     marker = tmp_path / "ran"
@@ -155,7 +153,8 @@ def test_planted_entry_cannot_run_code(tmp_path: Path) -> None:
 
     payload = pickle.dumps(Evil())
     cache = DiskCache(tmp_path)
-    cache.path("k").write_bytes(disk_cache._MAGIC + hashlib.sha256(payload).digest() + payload)
+    tag = disk_cache._key_tag("k")
+    cache.path("k").write_bytes(disk_cache._MAGIC + tag + disk_cache._checksum(tag, payload) + payload)
     assert cache.get("k") is None
     assert not marker.exists()
     assert not cache.path("k").exists()

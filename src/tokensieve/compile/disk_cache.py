@@ -9,14 +9,17 @@ be after a compile.
 
 Entries are keyed by a SHA-256 of the cache format, a digest of the code that
 builds automata, what was compiled (kind, source, options), the vocabulary's
-hash and the limits. Each entry is one file: a magic number, the SHA-256 of the
-payload, the payload. It is written to a temporary file in the same folder and
+hash and the limits. Each entry is one file: a magic number, the SHA-256 of its
+key, the SHA-256 of the key and payload, the payload. It is written to a temporary file in the same folder and
 renamed into place (``os.replace``), so concurrent writers and readers see a
 whole entry or none. A truncated or altered entry fails its checksum and is a
-miss (removed, then built and written again). Payloads are pickles read by an
+miss (removed, then built and written again), and so is a whole entry found
+under another key's name (copied or renamed there), which would otherwise give
+another constraint's automaton. Payloads are pickles read by an
 unpickler that builds only numpy arrays, plain containers and the automaton
 classes, so a planted file cannot run code. Past ``max_bytes`` the least
-recently used entries are removed.
+recently used entries are removed, and so are temporary files older than ten
+minutes (a writer killed before its rename leaves one).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import logging
 import os
 import pickle
 import tempfile
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,9 +39,10 @@ __all__ = ["DiskCache", "cache_key"]
 
 logger = logging.getLogger("tokensieve")
 
-FORMAT_VERSION = 4
-_MAGIC = b"TSGC\x04\x00\x00\x00"
+FORMAT_VERSION = 5
+_MAGIC = b"TSGC\x05\x00\x00\x00"
 _DIGEST = 32
+_STALE_TMP_S = 600.0
 
 _ALLOWED = {
     ("builtins", "frozenset"),
@@ -96,6 +101,16 @@ def cache_key(*parts: object) -> str:
     return h.hexdigest()
 
 
+def _key_tag(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+def _checksum(tag: bytes, payload: bytes | memoryview) -> bytes:
+    h = hashlib.sha256(tag)
+    h.update(payload)
+    return h.digest()
+
+
 class DiskCache:
     """Built automata in a folder, shared by processes.
 
@@ -135,12 +150,15 @@ class DiskCache:
         except OSError:
             self.misses += 1
             return None
-        head = len(_MAGIC) + _DIGEST
+        tag = _key_tag(key)
+        head = len(_MAGIC) + 2 * _DIGEST
         payload = memoryview(data)[head:]
         try:
             if data[: len(_MAGIC)] != _MAGIC or len(data) < head:
                 raise ValueError("not a cache entry of this format")
-            if hashlib.sha256(payload).digest() != data[len(_MAGIC) : head]:
+            if data[len(_MAGIC) : len(_MAGIC) + _DIGEST] != tag:
+                raise ValueError("the entry of another key")
+            if _checksum(tag, payload) != data[len(_MAGIC) + _DIGEST : head]:
                 raise ValueError("checksum mismatch (truncated or altered)")
             value = _SafeUnpickler(io.BytesIO(payload)).load()
         except Exception as exc:  # a damaged entry is a miss
@@ -158,13 +176,15 @@ class DiskCache:
     def put(self, key: str, value: Any) -> None:
         """Store ``value`` (plain containers, numpy arrays and automata) under ``key``."""
         payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(payload) + len(_MAGIC) + _DIGEST > self.max_bytes:
+        if len(payload) + len(_MAGIC) + 2 * _DIGEST > self.max_bytes:
             return
+        tag = _key_tag(key)
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(_MAGIC)
-                f.write(hashlib.sha256(payload).digest())
+                f.write(tag)
+                f.write(_checksum(tag, payload))
                 f.write(payload)
             os.replace(tmp, self.path(key))
         except BaseException:
@@ -173,6 +193,13 @@ class DiskCache:
         self._evict()
 
     def _evict(self) -> None:
+        now = time.time()
+        for p in self.directory.glob(".*.tmp"):  # left by a writer that died before its rename
+            try:
+                if now - p.stat().st_mtime > _STALE_TMP_S:
+                    p.unlink(missing_ok=True)
+            except OSError:
+                continue
         entries = []
         total = 0
         for p in self.directory.glob("*.tsg"):
