@@ -104,6 +104,8 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
             timeout_s=config.compile_timeout_s,
             on_compiled=on_compiled,
             processes=config.compile_processes,
+            max_pending=config.max_compile_queue,
+            retry_after_s=config.retry_after_s,
         )
         context = int(getattr(eng, "max_len", 0) or 0) or int(
             getattr(getattr(model.model, "config", None), "max_position_embeddings", 0) or 0

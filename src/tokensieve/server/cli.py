@@ -89,6 +89,13 @@ def add_serve_parser(commands: Any) -> None:
         help="longest a request waits for its constraint to compile",
     )
     limits.add_argument(
+        "--max-compile-queue",
+        type=int,
+        default=_DEFAULTS.max_compile_queue,
+        metavar="N",
+        help="most constraint compiles running or waiting at once (429 beyond)",
+    )
+    limits.add_argument(
         "--compile-processes",
         type=int,
         default=_DEFAULTS.compile_processes,
@@ -120,6 +127,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         "max_tokens_limit",
         "default_max_tokens",
         "max_body_bytes",
+        "max_compile_queue",
     ):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
@@ -146,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         closed_objects=not args.open_objects,
         weights=args.weights,
         compile_processes=args.compile_processes,
+        max_compile_queue=args.max_compile_queue,
     )
 
 

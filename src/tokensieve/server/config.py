@@ -42,6 +42,9 @@ class ServerConfig:
         the compile's own work is bounded by :class:`~tokensieve.Limits`).
     compile_workers
         Threads that compile constraints.
+    max_compile_queue
+        Most constraint compiles running or waiting at once; a request
+        needing a new compile past it gets 429 with ``Retry-After``.
     compile_processes
         Processes that build new constraints' automata beside the engine
         (``0``: all compile work in this process; see
@@ -71,6 +74,7 @@ class ServerConfig:
     default_max_tokens: int = 512
     compile_timeout_s: float = 60.0
     compile_workers: int = 2
+    max_compile_queue: int = 32
     compile_processes: int = 1
     closed_objects: bool = True
     retry_after_s: int = 1

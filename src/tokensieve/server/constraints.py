@@ -327,6 +327,13 @@ class ConstraintCache:
         its result is kept for the next request).
     on_compiled
         Called with (kind, seconds) after each compile that was not a cache hit.
+    max_pending
+        Most compiles running or waiting for a compile thread at once
+        (``None``: no bound). A request whose constraint needs a new compile
+        past it gets a 429 ``compile_queue_full`` with ``Retry-After``;
+        requests for a constraint already compiled or compiling still join it.
+    retry_after_s
+        The ``Retry-After`` of that 429, in seconds.
     processes
         Compile processes (``0``: none). Where the compiler has a disk cache,
         a new constraint's automaton is built in one of them (lowering and
@@ -346,14 +353,19 @@ class ConstraintCache:
         timeout_s: float = 60.0,
         on_compiled: Callable[[str, float], None] | None = None,
         processes: int = 0,
+        max_pending: int | None = None,
+        retry_after_s: int = 1,
     ) -> None:
         self.compiler = compiler
         self.timeout_s = timeout_s
         self.max_entries = max_entries
+        self.max_pending = max_pending
+        self.retry_after_s = retry_after_s
+        self._pending = 0
         self._on_compiled = on_compiled
         self._pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tokensieve-compile")
         self._entries: OrderedDict[str, concurrent.futures.Future[Compiled]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a compile done already runs its callback at once, under it
         self._procs: concurrent.futures.ProcessPoolExecutor | None = None
         disk = getattr(compiler, "disk_cache", None)
         if processes > 0 and disk is not None:
@@ -365,19 +377,46 @@ class ConstraintCache:
             )
             self._procs.submit(_warm, None)  # start the processes now, not at the first compile
 
+    @property
+    def pending(self) -> int:
+        """Compiles running or waiting for a compile thread."""
+        return self._pending
+
     def submit(self, spec: ConstraintSpec) -> tuple[concurrent.futures.Future[Compiled], bool]:
-        """Start (or join) the compile of ``spec``; returns its future and whether it was cached."""
+        """Start (or join) the compile of ``spec``; returns its future and whether it was cached.
+
+        Raises
+        ------
+        APIError
+            429 ``compile_queue_full`` when ``spec`` needs a new compile and
+            ``max_pending`` compiles are already running or waiting.
+        """
         key = f"{spec.kind}\x00{spec.key}"
         with self._lock:
             fut = self._entries.get(key)
             if fut is not None and not (fut.done() and fut.exception() is not None):
                 self._entries.move_to_end(key)
                 return fut, True
+            if self.max_pending is not None and self._pending >= self.max_pending:
+                raise APIError(
+                    429,
+                    f"the server is busy: {self._pending} constraints are compiling, the limit "
+                    f"max_compile_queue={self.max_pending}; retry later",
+                    param=spec.param,
+                    code="compile_queue_full",
+                    headers={"Retry-After": str(self.retry_after_s)},
+                )
+            self._pending += 1
             fut = self._pool.submit(self._run, spec)
+            fut.add_done_callback(self._finished)
             self._entries[key] = fut
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
             return fut, False
+
+    def _finished(self, fut: concurrent.futures.Future[Compiled]) -> None:
+        with self._lock:
+            self._pending -= 1
 
     def _run(self, spec: ConstraintSpec) -> Compiled:
         t0 = time.perf_counter()
