@@ -112,8 +112,8 @@ def test_save_and_load_round_trip(tmp_path, mmap, suffix):
         assert np.array_equal(getattr(loaded, name), getattr(index, name)), name
         assert getattr(loaded, name).dtype == getattr(index, name).dtype, name
     for d in range(index.dense_depth):
-        assert np.array_equal(loaded._dense_mask[d], index._dense_mask[d])
-        assert np.array_equal(loaded._dense_child[d], index._dense_child[d])
+        assert np.array_equal(loaded._tables.dense_mask[d], index._tables.dense_mask[d])
+        assert np.array_equal(loaded._tables.layout.dense_child[d], index._tables.layout.dense_child[d])
     if mmap and suffix == "npz":
         assert not loaded.row_ptr.flags.writeable
     for level in range(3):

@@ -229,7 +229,7 @@ def test_unary_levels_take_the_direct_path():
     tails = rng.integers(0, 40, (30, 3))
     items = [tuple(h) + tuple(t) for h, t in zip(heads.tolist(), tails.tolist(), strict=True)]
     index = StaticIndex.from_sequences([list(s) for s in items], 40, dense_depth=1, dense_budget=0.0)
-    unary = [lv for lv in range(index.num_levels) if index._unary_offset[lv] is not None]
+    unary = [lv for lv in range(index.num_levels) if index._tables.unary_offset[lv] is not None]
     assert unary and unary[-1] == index.num_levels - 1
     walk_all(index, items)
     allowed = rng.random(len(items)) < 0.5
@@ -325,7 +325,7 @@ def test_slot_pattern_levels_match_oracle(variable, narrow, monkeypatch):
     index = StaticIndex.from_sequences([list(s) for s in items], vocab, dense_depth=2, dense_budget=0.0)
     pattern_levels = [2, 3] if variable else [2]
     for level in pattern_levels:
-        assert level in index._slot_patterns
+        assert level in index._tables.slot_patterns
         assert 2 <= index.level_width[level] <= nps.PATTERN_MAX_WIDTH
     node_of = walk_all(index, items)  # every node of a level in one batch: some rows share a byte
     oracle = children_oracle(items, index.eos_token)
@@ -347,7 +347,7 @@ def test_slot_pattern_levels_match_oracle(variable, narrow, monkeypatch):
                     seen["end rows"] += 1
                 else:
                     assert kind == nps._PATTERN
-                    plan = index._plans[(rows, level)]
+                    plan = index._tables.plans[(rows, level)]
                     if narrow is not None:
                         assert plan.narrow.width == narrow
                     name = next(n for n in ("narrow", "wide", "shared") if getattr(plan, n) is slots)

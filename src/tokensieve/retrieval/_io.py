@@ -1,5 +1,8 @@
 """Index files: uncompressed ``.npz`` (memory-mappable) and Parquet (via pyarrow).
 
+:func:`write_index` and :func:`read_index` turn an index's step tables into
+named arrays and back; the functions below store those arrays.
+
 ``np.savez`` stores each array as an uncompressed zip member; ``np.load`` does
 not map members of an ``.npz``, so :func:`load_npz` finds each member's data
 offset in the zip's local header and maps it with :class:`numpy.memmap`.
@@ -19,11 +22,87 @@ from typing import Any
 
 import numpy as np
 
+from ._build import Layout
 from ._errors import CatalogError
+from ._tables import StepTables
 
-__all__ = ["load_npz", "load_parquet", "save_npz", "save_parquet"]
+__all__ = ["load_npz", "load_parquet", "read_index", "save_npz", "save_parquet", "write_index"]
+
+_FORMAT_VERSION = 1
 
 _PARQUET_KEY = b"tokensieve.static_index"
+
+
+def write_index(path: str, t: StepTables) -> None:
+    """Write an index's arrays to ``path`` (``.npz``, else Parquet)."""
+    arrays: dict[str, np.ndarray] = {
+        "row_ptr": t.row_ptr,
+        "edge_token": t.edge_token,
+        "level_start": t.layout.level_start,
+        "level_width": t.layout.level_width,
+        "item_rank": np.zeros(0, dtype=np.int32) if t.layout.item_rank is None else t.layout.item_rank,
+        "meta": np.array(
+            [
+                _FORMAT_VERSION,
+                t.vocab_size,
+                -1 if t.eos is None else t.eos,
+                t.dense_depth,
+                t.max_length,
+                t.num_unique,
+                t.num_sequences,
+                t.layout.item_rank is not None,
+            ],
+            dtype=np.int64,
+        ),
+    }
+    for d, (m, c) in enumerate(zip(t.dense_mask, t.layout.dense_child, strict=True)):
+        arrays[f"dense_mask_{d}"] = m
+        arrays[f"dense_child_{d}"] = c
+    if path.endswith(".npz"):
+        save_npz(path, arrays)
+    else:
+        save_parquet(path, arrays)
+
+
+def read_index(path: str, *, mmap: bool) -> tuple[Layout, dict[str, Any]]:
+    """The layout written by :func:`write_index` and the index's other arguments (by keyword).
+
+    Raises
+    ------
+    CatalogError
+        When the file cannot be read, holds no saved index, or another format version.
+    """
+    if path.endswith((".parquet", ".pq")):
+        arrays = load_parquet(path, mmap=mmap)
+    else:
+        arrays = load_npz(path, mmap=mmap)
+    try:
+        meta = [int(x) for x in arrays["meta"]]
+        version, vocab, eos, dense_depth, max_length, num_unique, num_sequences, has_items = meta
+        masks = [arrays[f"dense_mask_{d}"] for d in range(dense_depth)]
+        children = [arrays[f"dense_child_{d}"] for d in range(dense_depth)]
+        layout = Layout(
+            row_ptr=arrays["row_ptr"],
+            edge_token=arrays["edge_token"],
+            level_start=np.asarray(arrays["level_start"]),
+            level_width=np.asarray(arrays["level_width"]),
+            item_rank=arrays["item_rank"] if has_items else None,
+            dense_mask=masks,
+            dense_child=children,
+            num_unique=num_unique,
+            num_sequences=num_sequences,
+        )
+    except (KeyError, ValueError) as exc:
+        raise CatalogError(f"{path!r} is not a saved StaticIndex: {exc}") from exc
+    if version != _FORMAT_VERSION:
+        raise CatalogError(f"unsupported index format version {version} (expected {_FORMAT_VERSION})")
+    args = {
+        "vocab_size": vocab,
+        "eos_token": None if eos < 0 else eos,
+        "dense_depth": dense_depth,
+        "max_length": max_length,
+    }
+    return layout, args
 
 
 def _pyarrow() -> tuple[Any, Any]:

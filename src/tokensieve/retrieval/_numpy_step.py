@@ -48,14 +48,16 @@ the chosen tokens on the same rows needs no second gather.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._checks import raise_not_child
+from ._patterns import PATTERN_MAX_WIDTH, PATTERN_MIN_MULTI, PatternSlots, narrow_width, slot_patterns
+from ._tables import StepTables, child_count_histogram, filter_support, multi_child_fraction, row_index
+
 if TYPE_CHECKING:
     from .filter import ItemFilter
-    from .index import StaticIndex
 
 __all__ = [
     "PATTERN_MAX_WIDTH",
@@ -72,6 +74,7 @@ __all__ = [
     "narrow_width",
     "next_nodes",
     "slot_patterns",
+    "sparse_plan",
 ]
 
 _NEG_INF = -np.inf
@@ -89,113 +92,7 @@ _ONE = np.array(1, dtype=np.int64)
 Gathered = tuple[Any, ...]
 _DENSE, _UNARY, _SINGLE, _SPARSE, _PATTERN = range(5)
 
-#: Widest sparse level served by slot patterns (``2 ** width`` pattern ids fit a uint8).
-PATTERN_MAX_WIDTH = 8
-#: Fewest nodes with more than one child (a fraction of the level) for slot patterns:
-#: levels below it are served by the one-child path.
-PATTERN_MIN_MULTI = 1 / 256
-#: A slot offset past every edge array: a ``take`` there raises ``IndexError``.
-_FAR = 1 << 48
 _NO_PATTERNS = np.zeros(0, dtype=np.uint8)
-
-
-def slot_patterns(
-    row_ptr: np.ndarray, edge_token: np.ndarray, lo: int, hi: int, width: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Slot-pattern ids of the nodes ``lo <= n < hi`` (one level) and the pattern offsets.
-
-    A node with ``c >= 1`` children whose mask bytes (``token >> 3``) are all
-    distinct has pattern ``c - 1`` (below ``width``); one whose children ``j``
-    and ``j + 1`` share a byte for the set bits ``j`` of ``s != 0`` has
-    pattern ``width + 2 ** (c - 1) - c + s - 1`` (``width`` or more, so one
-    ``max`` tells a batch with shared bytes); a childless node has pattern
-    ``2 ** width - 1``.
-
-    Returns
-    -------
-    info : numpy.ndarray
-        ``(hi - lo,)`` uint8 pattern id per node.
-    offsets : numpy.ndarray
-        ``(2 ** width, width)`` int64 slot offsets from the node's first edge:
-        ``min(j, c - 1)``, or a far offset (no edge there) for the childless
-        pattern.
-    """
-    starts = row_ptr[lo : hi + 1].astype(np.int64)
-    count = np.diff(starts)
-    shared = np.zeros(hi - lo, dtype=np.int64)
-    e0, e1 = int(starts[0]), int(starts[-1])
-    if e1 - e0 > 1:
-        byte = edge_token[e0:e1] >> 3
-        same = byte[1:] == byte[:-1]
-        first = np.zeros(e1 - e0, dtype=bool)
-        first[starts[:-1][count > 0] - e0] = True
-        same &= ~first[1:]  # a pair across two nodes shares nothing
-        edge = np.flatnonzero(same) + e0
-        if edge.size:
-            node = np.searchsorted(starts, edge, side="right") - 1
-            np.bitwise_or.at(shared, node, np.left_shift(1, edge - starts[node]))
-    c = np.maximum(count, 1)
-    ids = np.where(shared == 0, c - 1, width + np.left_shift(1, c - 1) - c + shared - 1)
-    ids[count == 0] = (1 << width) - 1
-    slots = np.arange(width)
-    offsets = np.full((1 << width, width), _FAR, dtype=np.int64)
-    for k in range(1, width + 1):
-        first_shared = width + (1 << (k - 1)) - k
-        for pattern in (slice(k - 1, k), slice(first_shared, first_shared + (1 << (k - 1)) - 1)):
-            offsets[pattern] = np.minimum(slots, k - 1)
-    return ids.astype(np.uint8), offsets
-
-
-def narrow_width(histogram: np.ndarray, rows: int) -> int:
-    """Slots per row for the first try at a slot-pattern level of ``rows`` rows.
-
-    ``histogram[c]`` counts the level's nodes with ``c`` children. A batch
-    with a row of more children is retried at the level's full width, which
-    costs about two slots per row more; a row is taken to sit on a node with
-    ``c`` children with a probability proportional to ``c * histogram[c]``
-    (the items below it). Returns the width with the least expected cost.
-    """
-    width = len(histogram) - 1
-    weight = histogram * np.arange(width + 1)
-    total = max(int(weight.sum()), 1)
-    best, best_cost = width, float(width)
-    for w in range(1, width):
-        wider = float(weight[w + 1 :].sum()) / total  # a row needs more than w slots
-        cost = w + (1.0 - math.exp(-rows * wider)) * (width - w + 2)
-        if cost < best_cost:
-            best, best_cost = w, cost
-    return best
-
-
-class PatternSlots:
-    """The slot offsets of some slot patterns at one width, bound for a row count.
-
-    Attributes
-    ----------
-    width
-        Slots per row.
-    table
-        One ``width * 8``-byte item per pattern id (the ids served, from 0):
-        a 1-D ``take`` of the rows' pattern ids gives every row's int64 edge
-        offsets, and raises ``IndexError`` for any other id.
-    row
-        ``rows * width`` row number of every flat position.
-    row_base
-        ``row * width`` per row: the flat position of each row's first slot.
-    byte_offsets
-        ``row * 4 * words`` for every flat position (the row's first mask byte).
-    """
-
-    __slots__ = ("byte_offsets", "row", "row_base", "table", "width")
-
-    def __init__(self, offsets: np.ndarray, rows: int, words: int) -> None:
-        self.width = width = offsets.shape[1]
-        as_items = np.dtype((np.void, 8 * width))
-        self.table = np.ascontiguousarray(offsets, dtype=np.int64).view(as_items).reshape(-1)
-        base = np.arange(rows, dtype=np.int64)
-        self.row = np.repeat(base, width)
-        self.row_base = base * width
-        self.byte_offsets = np.repeat(base * (4 * words), width)
 
 
 class SparsePlan:
@@ -247,38 +144,38 @@ class SparsePlan:
         "words",
     )
 
-    def __init__(self, ix: StaticIndex, rows: int, level: int) -> None:
-        width = ix._level_width[level]
+    def __init__(self, t: StepTables, rows: int, level: int) -> None:
+        width = t.widths[level]
         self.rows = rows
         self.width = width
         self.row = np.repeat(np.arange(rows, dtype=np.int64), width)
         self.slot = np.tile(np.arange(width, dtype=np.int64), rows)
         self.inside_table = np.arange(width)[None, :] < np.arange(width + 1)[:, None]
-        self.row_ptr = ix.row_ptr
-        self.row_end = ix._row_end
-        self.edge_token = ix.edge_token
-        self.bit_value = ix._bit_value_i32
-        self.word_of = ix._word_of_token
-        self.words = ix._words
-        patterns = ix._slot_patterns.get(level)
+        self.row_ptr = t.row_ptr
+        self.row_end = t.row_end
+        self.edge_token = t.edge_token
+        self.bit_value = t.bit_value_i32
+        self.word_of = t.word_of_token
+        self.words = t.words
+        patterns = t.slot_patterns.get(level)
         self.info: np.ndarray = _NO_PATTERNS
         self.narrow: PatternSlots | None = None
         self.wide: PatternSlots | None = None
         self.shared: PatternSlots | None = None
         if patterns is not None:
             self.info, offsets = patterns
-            narrow = narrow_width(ix._child_count_histogram(level), rows)
+            narrow = narrow_width(child_count_histogram(t, level), rows)
             # pattern ids below w are the rows with at most w children and no
             # shared byte (id = children - 1): a table of w entries refuses the others
-            self.narrow = PatternSlots(offsets[:narrow, :narrow], rows, ix._words)
+            self.narrow = PatternSlots(offsets[:narrow, :narrow], rows, t.words)
             if narrow < width:
-                self.wide = PatternSlots(offsets[:width], rows, ix._words)
-            self.shared = PatternSlots(offsets, rows, ix._words)
-        self.byte_value = ix._byte_value
-        self.byte_of = ix._byte_of_token
+                self.wide = PatternSlots(offsets[:width], rows, t.words)
+            self.shared = PatternSlots(offsets, rows, t.words)
+        self.byte_value = t.byte_value
+        self.byte_of = t.byte_of_token
         # Worth trying when a batch of this many rows is all one-child rows at
         # least about half of the time.
-        self.single_first = width > 1 and ix._multi_child_fraction(level) * rows < 0.5
+        self.single_first = width > 1 and multi_child_fraction(t, level) * rows < 0.5
         self._offsets: dict[tuple[int, int], np.ndarray] = {}
 
     def offsets(self, words: int, width: int | None = None) -> np.ndarray:
@@ -311,14 +208,25 @@ class SparsePlan:
         return start, idx, tok, inside
 
 
-def _alive(ix: StaticIndex, idx: np.ndarray, filt: ItemFilter) -> np.ndarray:
+def sparse_plan(t: StepTables, rows: int, level: int) -> SparsePlan:
+    """The :class:`SparsePlan` of ``rows`` rows at ``level`` (cached)."""
+    plan = t.plans.get((rows, level))
+    if plan is None:
+        if len(t.plans) > 256:
+            t.plans.clear()
+        plan = SparsePlan(t, rows, level)
+        t.plans[(rows, level)] = plan
+    return plan
+
+
+def _alive(t: StepTables, idx: np.ndarray, filt: ItemFilter) -> np.ndarray:
     """Whether the child of each edge in ``idx`` has an allowed item below it."""
-    counts = filt.prefix.take(ix._filter_support().take(idx + 1, axis=0))
+    counts = filt.prefix.take(filter_support(t).take(idx + 1, axis=0))
     return counts[:, 1] > counts[:, 0]
 
 
 def candidates(
-    ix: StaticIndex, nodes: np.ndarray, level: int, filt: ItemFilter | None
+    t: StepTables, nodes: np.ndarray, level: int, filt: ItemFilter | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The level's fixed-width CSR slice for every row, as ``(rows, B)`` arrays.
 
@@ -326,19 +234,19 @@ def candidates(
     (their tokens, int64) and ``valid`` (slot inside the row and, with a
     filter, leading to an allowed item). The child of edge ``e`` is node ``e + 1``.
     """
-    plan = ix._plan(len(nodes), level)
+    plan = sparse_plan(t, len(nodes), level)
     start, idx, tok, valid = plan.gather(nodes)
     if filt is not None:
-        valid = valid & _alive(ix, idx, filt)
+        valid = valid & _alive(t, idx, filt)
     shape = (len(nodes), plan.width)
     return start, idx.reshape(shape), tok.reshape(shape), valid.reshape(shape)
 
 
-def dense_rows(ix: StaticIndex, nodes: np.ndarray, level: int) -> np.ndarray:
+def dense_rows(t: StepTables, nodes: np.ndarray, level: int) -> np.ndarray:
     """Row numbers in the level's dense tables (the END node: the extra last row)."""
-    lo, _, count = ix._level_bounds[level]
+    lo, _, count = t.level_bounds[level]
     local = nodes - lo
-    if ix._end is not None and level > 0:
+    if t.end is not None and level > 0:
         np.minimum(local, count, out=local)
     return local
 
@@ -394,7 +302,7 @@ def _scatter_bytes_strided(bitmask: np.ndarray, flat: np.ndarray, values: np.nda
 
 
 def fill_bitmask(
-    ix: StaticIndex,
+    t: StepTables,
     nodes: np.ndarray,
     level: int,
     bitmask: np.ndarray,
@@ -409,23 +317,23 @@ def fill_bitmask(
     (the node ids' bytes) is stored in the returned :data:`Gathered`.
     """
     rows, words = bitmask.shape
-    if level < ix._dense_depth:
-        table = ix._dense_mask[level] if filt is None else filt.dense_mask[level]
+    if level < t.dense_depth:
+        table = t.dense_mask[level] if filt is None else filt.dense_mask[level]
         if local is None:
-            local = dense_rows(ix, nodes, level)
-        elif ix._end is not None and level > 0:
-            np.minimum(local, ix._level_bounds[level][2], out=local)
-        if words == ix._words and bitmask.flags.c_contiguous:
+            local = dense_rows(t, nodes, level)
+        elif t.end is not None and level > 0:
+            np.minimum(local, t.level_bounds[level][2], out=local)
+        if words == t.words and bitmask.flags.c_contiguous:
             table.take(local, axis=0, out=bitmask)
         else:
-            bitmask[:, : ix._words] = table.take(local, axis=0)
-            bitmask[:, ix._words :] = 0
+            bitmask[:, : t.words] = table.take(local, axis=0)
+            bitmask[:, t.words :] = 0
         return (level, key, _DENSE, local, None, None, None, None)
-    plan = ix._plans.get((rows, level)) or ix._plan(rows, level)
+    plan = t.plans.get((rows, level)) or sparse_plan(t, rows, level)
     slots = plan.narrow
     if slots is not None and filt is None:  # a slot-pattern level
         if local is None:
-            local = nodes - ix._level_bounds[level][0]
+            local = nodes - t.level_bounds[level][0]
         try:
             info = plan.info.take(local)  # IndexError: a row at the END node
             idx = slots.table.take(info).view(_INT64)  # IndexError: more children, a shared byte, none
@@ -457,13 +365,13 @@ def fill_bitmask(
             else:
                 _scatter_bytes_strided(bitmask, flat, value)
             return (level, key, _PATTERN, slots, idx, tok, None, plan)
-    off = ix._unary_offset[level]
+    off = t.unary_offset[level]
     if off is not None:
         idx = nodes + off
-        tok = ix.edge_token.take(idx).astype(np.int64)
+        tok = t.edge_token.take(idx).astype(np.int64)
         bits = plan.bit_value.take(tok)
         if filt is not None:
-            bits *= _alive(ix, idx, filt)
+            bits *= _alive(t, idx, filt)
         flat = plan.word_of.take(tok)
         flat += plan.offsets(words)
         _scatter(bitmask, flat, bits, False)  # one bit per row: no accumulation needed
@@ -477,13 +385,13 @@ def fill_bitmask(
             tok = plan.edge_token.take(first).astype(np.int64)
             bits = plan.bit_value.take(tok)
             if filt is not None:
-                bits *= _alive(ix, first, filt)
+                bits *= _alive(t, first, filt)
             flat = plan.word_of.take(tok)
             flat += plan.offsets(words, 1)
             _scatter(bitmask, flat, bits, False)
             return (level, key, _SINGLE, first, None, tok, None, plan)
     start, idx, tok, inside = plan.gather(nodes, start, end)
-    valid = inside if filt is None else inside & _alive(ix, idx, filt)
+    valid = inside if filt is None else inside & _alive(t, idx, filt)
     bits = plan.bit_value.take(tok)
     bits *= valid
     flat = plan.word_of.take(tok)
@@ -492,32 +400,32 @@ def fill_bitmask(
     return (level, key, _SPARSE, start, idx, tok, inside, plan)
 
 
-def allowed_bool(ix: StaticIndex, nodes: np.ndarray, level: int, filt: ItemFilter | None) -> np.ndarray:
+def allowed_bool(t: StepTables, nodes: np.ndarray, level: int, filt: ItemFilter | None) -> np.ndarray:
     """Boolean ``(rows, num_columns)`` matrix of the allowed tokens."""
-    bitmask = np.empty((len(nodes), ix._words), dtype=np.int32)
-    fill_bitmask(ix, nodes, level, bitmask, filt)
-    bits = np.unpackbits(bitmask.view(np.uint8), axis=1, count=ix._num_columns, bitorder="little")
+    bitmask = np.empty((len(nodes), t.words), dtype=np.int32)
+    fill_bitmask(t, nodes, level, bitmask, filt)
+    bits = np.unpackbits(bitmask.view(np.uint8), axis=1, count=t.num_columns, bitorder="little")
     return bits.view(bool)
 
 
 def apply_mask(
-    ix: StaticIndex, logits: np.ndarray, nodes: np.ndarray, level: int, filt: ItemFilter | None
+    t: StepTables, logits: np.ndarray, nodes: np.ndarray, level: int, filt: ItemFilter | None
 ) -> None:
     """Set disallowed logits to ``-inf`` in place."""
-    ncols = ix._num_columns
+    ncols = t.num_columns
     cols = logits.shape[1]
-    if level < ix._dense_depth:
-        allowed = allowed_bool(ix, nodes, level, filt)
+    if level < t.dense_depth:
+        allowed = allowed_bool(t, nodes, level, filt)
         if cols < ncols:  # the end column is omitted
             allowed = allowed[:, :cols]
         np.copyto(logits[:, : allowed.shape[1]], _NEG_INF, where=~allowed)
         logits[:, ncols:] = _NEG_INF
         return
-    _, _, tok, valid = candidates(ix, nodes, level, filt)
+    _, _, tok, valid = candidates(t, nodes, level, filt)
     if cols < ncols:  # the end column (the largest token) is omitted: never a target
         valid &= tok < cols
         tok = np.minimum(tok, cols - 1)
-    rows = ix._row_index(len(nodes))
+    rows = row_index(t, len(nodes))
     keep = logits[rows, tok]
     keep[~valid] = _NEG_INF
     # Slots outside a row repeat slot 0 (same column, same value), so the
@@ -529,39 +437,37 @@ def apply_mask(
 
 
 def _follow_dense(
-    ix: StaticIndex, nodes: np.ndarray, tokens: np.ndarray, level: int, local: np.ndarray | None = None
+    t: StepTables, nodes: np.ndarray, tokens: np.ndarray, level: int, local: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Dense-level children and a "present" word per row (nonzero iff the token is a child).
 
     ``tokens`` must lie in ``[0, num_columns)``; ``local`` is :func:`dense_rows` when known.
     """
     if level == 0:
-        nxt = ix._root_child.take(tokens)
+        nxt = t.root_child.take(tokens)
         return nxt, nxt
-    pos = dense_rows(ix, nodes, level) if local is None else local
-    pos = pos * ix._words_0d
-    pos += ix._word_of_token.take(tokens)
-    word = ix._dense_mask_u32[level].take(pos)
-    present = word & ix._bit_value.take(tokens)
-    word &= ix._low_bits_of_token.take(tokens)
-    nxt = ix._dense_child_flat[level].take(pos).astype(np.int64)
+    pos = dense_rows(t, nodes, level) if local is None else local
+    pos = pos * t.words_0d
+    pos += t.word_of_token.take(tokens)
+    word = t.dense_mask_u32[level].take(pos)
+    present = word & t.bit_value.take(tokens)
+    word &= t.low_bits_of_token.take(tokens)
+    nxt = t.dense_child_flat[level].take(pos).astype(np.int64)
     nxt += np.bitwise_count(word)
     return nxt, present
 
 
-def follow(
-    ix: StaticIndex, nodes: np.ndarray, tokens: np.ndarray, level: int
-) -> tuple[np.ndarray, np.ndarray]:
+def follow(t: StepTables, nodes: np.ndarray, tokens: np.ndarray, level: int) -> tuple[np.ndarray, np.ndarray]:
     """Children reached by ``tokens`` (int64) and a bool "token is a child" per row.
 
     The end token always leads to the END node. Rows whose token is not a
     child get an arbitrary node id (see the returned flags).
     """
-    if level < ix._dense_depth:
-        nxt, present = _follow_dense(ix, nodes, tokens, level)
+    if level < t.dense_depth:
+        nxt, present = _follow_dense(t, nodes, tokens, level)
         found = present != 0
     else:
-        plan = ix._plan(len(nodes), level)
+        plan = sparse_plan(t, len(nodes), level)
         start, _, tok, inside = plan.gather(nodes)
         hit = tok == tokens.take(plan.row)
         hit &= inside
@@ -569,13 +475,13 @@ def follow(
         found = hit.any(axis=1)
         nxt = start + hit.argmax(axis=1)
         nxt += _ONE
-    if ix._end is not None:
-        np.copyto(nxt, ix._end, where=tokens == ix._eos)
+    if t.end is not None:
+        np.copyto(nxt, t.end, where=tokens == t.eos)
     return nxt, found
 
 
 def next_nodes(
-    ix: StaticIndex,
+    t: StepTables,
     nodes: np.ndarray,
     tokens: np.ndarray,
     level: int,
@@ -588,15 +494,16 @@ def next_nodes(
     """
     rows = len(nodes)
     if gathered is None:
-        if level < ix._dense_depth:
-            nxt, present = _follow_dense(ix, nodes, tokens, level)
+        if level < t.dense_depth:
+            nxt, present = _follow_dense(t, nodes, tokens, level)
             ok = np.count_nonzero(present) == rows
-        elif ix._unary_offset[level] is not None:
-            idx = nodes + ix._unary_offset[level]
-            ok = np.count_nonzero(ix.edge_token.take(idx) == tokens) == rows
+        elif t.unary_offset[level] is not None:
+            idx = nodes + t.unary_offset[level]
+            ok = np.count_nonzero(t.edge_token.take(idx) == tokens) == rows
             nxt = idx + _ONE
         else:
-            nxt, ok = _next_sparse(ix._plan(rows, level), tokens, *ix._plan(rows, level).gather(nodes))
+            plan = sparse_plan(t, rows, level)
+            nxt, ok = _next_sparse(plan, tokens, *plan.gather(nodes))
     else:
         kind = gathered[2]
         if kind == _PATTERN:
@@ -610,7 +517,7 @@ def next_nodes(
             nxt = idx.take(pos)
             nxt += _ONE
         elif kind == _DENSE:
-            nxt, present = _follow_dense(ix, nodes, tokens, level, gathered[3])
+            nxt, present = _follow_dense(t, nodes, tokens, level, gathered[3])
             ok = np.count_nonzero(present) == rows
         elif kind == _SPARSE:
             _, _, _, start, idx, tok, inside, plan = gathered
@@ -618,11 +525,11 @@ def next_nodes(
         else:  # unary or single: one edge per row
             ok = np.count_nonzero(gathered[5] == tokens) == rows
             nxt = gathered[3] + _ONE
-    if ix._end is not None:
-        np.copyto(nxt, ix._end, where=tokens == ix._eos)
+    if t.end is not None:
+        np.copyto(nxt, t.end, where=tokens == t.eos)
     if check and not ok:
-        _, found = follow(ix, nodes, tokens, level)
-        ix._raise_not_child(nodes, tokens, level, found)
+        _, found = follow(t, nodes, tokens, level)
+        raise_not_child(t, nodes, tokens, level, found)
     return nxt
 
 

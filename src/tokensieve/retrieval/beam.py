@@ -273,7 +273,7 @@ class _Search:
 
     def _check_logits(self, logits: Any) -> None:
         shape = tuple(logits.shape)
-        if len(shape) != 2 or shape[0] != self.rows or shape[1] < self.ix._min_logit_columns:
+        if len(shape) != 2 or shape[0] != self.rows or shape[1] < self.ix._tables.min_logit_columns:
             raise CatalogError(
                 f"step_logits_fn returned shape {shape}; need ({self.rows}, >= num_columns={self.ix.num_columns})"
             )
@@ -307,7 +307,7 @@ class _Search:
         at_end = None if end is None else self.nodes == end
         if level < ix.dense_depth:
             width = ix.num_columns
-            allowed = ops.step.allowed_bool(ix, self.nodes, level, self.filt)
+            allowed = ops.step.allowed_bool(ix._tables, self.nodes, level, self.filt)
             cand = ops.where(allowed, logits[:, :width] + base, ops.neg_inf)
             if at_end is not None and bool(at_end.any()):
                 # finished rows: only the end token, at no cost
@@ -315,7 +315,7 @@ class _Search:
                 cand = ops.where(at_end[:, None], self.scores[:, None] + eos_only, cand)
             cand_tok = None
         else:
-            start, _, cand_tok, valid = ops.step.candidates(ix, self.nodes, level, self.filt)
+            start, _, cand_tok, valid = ops.step.candidates(ix._tables, self.nodes, level, self.filt)
             cand = ops.gather2(logits, cand_tok) + base
             if at_end is not None:  # END's only edge (slot 0) is the end token, at no cost
                 cand[:, 0] = ops.where(at_end, self.scores, cand[:, 0])
@@ -335,7 +335,7 @@ class _Search:
         parent_nodes = ops.take_rows(self.nodes, parent)
         if cand_tok is None:
             tok = slot
-            nxt, _ = ops.step.follow(ix, parent_nodes, ops.where(live, tok, 0), level)
+            nxt, _ = ops.step.follow(ix._tables, parent_nodes, ops.where(live, tok, 0), level)
         else:
             tok = cand_tok[parent, slot]
             nxt = ops.take_rows(start, parent) + slot + 1
@@ -343,7 +343,8 @@ class _Search:
                 nxt = ops.where(tok == self.eos, end, nxt)
         # Dead rows (fewer continuations than beams) park on any node of the
         # next level with a score of -inf; they are never returned.
-        placeholder = ix._level_start[min(level + 1, len(ix._level_start) - 2)]
+        starts = ix._tables.starts
+        placeholder = starts[min(level + 1, len(starts) - 2)]
         self.nodes = ops.where(live, nxt, placeholder)
         tok = ops.where(live, tok, 0)
         self.scores = ops.where(live, new_scores, ops.neg_inf)

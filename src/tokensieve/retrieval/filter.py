@@ -19,15 +19,13 @@ Costs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ._build import dense_tables
 from ._errors import CatalogError
-
-if TYPE_CHECKING:
-    from .index import StaticIndex
+from ._tables import HasTables, filter_support
 
 __all__ = ["ItemFilter"]
 
@@ -57,17 +55,18 @@ class ItemFilter:
         Allowed items (duplicates counted).
     """
 
-    def __init__(self, index: StaticIndex, allowed: Any) -> None:
-        if index.item_rank is None:
+    def __init__(self, index: HasTables, allowed: Any) -> None:
+        t = index._tables
+        if t.layout.item_rank is None:
             raise CatalogError(
                 "item filters need the item map: build the index with item_map=True (the default)"
             )
         if hasattr(allowed, "detach") and hasattr(allowed, "cpu"):
             allowed = allowed.detach().cpu().numpy()
         allowed = np.asarray(allowed)
-        if allowed.shape != (index.num_sequences,):
+        if allowed.shape != (t.num_sequences,):
             raise CatalogError(
-                f"allowed must have shape ({index.num_sequences},) (one flag per catalog item), got {allowed.shape}"
+                f"allowed must have shape ({t.num_sequences},) (one flag per catalog item), got {allowed.shape}"
             )
         if allowed.dtype != bool:
             if not np.issubdtype(allowed.dtype, np.integer):
@@ -75,24 +74,24 @@ class ItemFilter:
             allowed = allowed != 0
         self.index = index
         self.num_allowed = int(np.count_nonzero(allowed))
-        ranges = index._filter_support()
-        num_unique = index.num_unique
+        ranges = filter_support(t)
+        num_unique = t.num_unique
         flags = np.zeros(num_unique + 1, dtype=bool)
-        flags[index.item_rank[allowed]] = True
+        flags[t.layout.item_rank[allowed]] = True
         flags[num_unique] = True  # the END node's virtual item
         self.prefix = np.zeros(num_unique + 2, dtype=ranges.dtype)
         np.cumsum(flags, out=self.prefix[1:])
         # Children of the dense levels are the nodes above depth dense_depth + 1.
-        upto = int(index.level_start[index.dense_depth + 1])
+        upto = t.starts[t.dense_depth + 1]
         bounds = ranges[:upto]
         alive = self.prefix[bounds[:, 1]] > self.prefix[bounds[:, 0]]
         self.dense_mask, _ = dense_tables(
-            index.row_ptr,
-            index.edge_token,
-            index.level_start,
-            index.dense_depth,
-            index.num_columns,
-            index.eos_token,
+            t.row_ptr,
+            t.edge_token,
+            t.layout.level_start,
+            t.dense_depth,
+            t.num_columns,
+            t.eos,
             alive,
             with_rank=False,
         )
@@ -104,4 +103,4 @@ class ItemFilter:
         return int(self.prefix.nbytes + sum(m.nbytes for m in self.dense_mask))
 
     def __repr__(self) -> str:
-        return f"ItemFilter(num_allowed={self.num_allowed} of {self.index.num_sequences})"
+        return f"ItemFilter(num_allowed={self.num_allowed} of {self.index._tables.num_sequences})"

@@ -27,23 +27,22 @@ finished rows of a batch can keep stepping.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from typing import Any
 
 import numpy as np
 
+from . import _checks as checks
 from . import _io
 from . import _numpy_step as nps
 from ._build import Layout, build_layout
 from ._errors import CatalogError
 from ._input import _lengths, _to_array, normalize_catalog
-from ._support import item_ranges
+from ._tables import StepTables, build_tables
 from .filter import ItemFilter
 
 __all__ = ["StaticIndex"]
 
-_FORMAT_VERSION = 1
 _INT64 = np.dtype(np.int64)
 _INT32 = np.dtype(np.int32)
 _UINT64 = np.dtype(np.uint64)
@@ -90,99 +89,14 @@ class StaticIndex:
         dense_depth: int,
         max_length: int,
     ) -> None:
+        self._tables: StepTables = build_tables(
+            layout, vocab_size=vocab_size, eos_token=eos_token, dense_depth=dense_depth, max_length=max_length
+        )
         self.row_ptr = layout.row_ptr
         self.edge_token = layout.edge_token
         self.level_start = layout.level_start
         self.level_width = layout.level_width
         self.item_rank = layout.item_rank
-        self._dense_mask = list(layout.dense_mask)
-        self._dense_child = list(layout.dense_child)
-        self._num_unique = int(layout.num_unique)
-        self._num_sequences = int(layout.num_sequences)
-        self._vocab_size = int(vocab_size)
-        self._eos = None if eos_token is None else int(eos_token)
-        self._max_length = int(max_length)
-        self._num_levels = len(self.level_width)
-        self._dense_depth = min(int(dense_depth), self._num_levels, len(self._dense_mask))
-        self._num_columns = self._vocab_size + 1 if self._eos == self._vocab_size else self._vocab_size
-        self._words = (self._num_columns + 31) // 32
-        # Logits may omit the extra end column (``vocab_size`` columns only).
-        self._min_logit_columns = self._vocab_size
-        self._words_0d = np.array(self._words, dtype=np.int64)
-        num_real = int(self.level_start[-1])
-        self._end = num_real if self._eos is not None else None
-        self._num_nodes = num_real + (1 if self._eos is not None else 0)
-        # Plain-int copies and small lookup tables for the hot path.
-        self._level_start = [int(x) for x in self.level_start]
-        self._level_count = [
-            b - a for a, b in zip(self._level_start[:-1], self._level_start[1:], strict=True)
-        ]
-        self._level_width = [int(x) for x in self.level_width]
-        # (first id, count as uint64, count as int64) per depth, as 0-d arrays.
-        self._level_bounds = [
-            (np.array(a, dtype=np.int64), np.array(c, dtype=np.uint64), np.array(c, dtype=np.int64))
-            for a, c in zip(self._level_start, self._level_count, strict=False)
-        ]
-        self._num_columns_u64 = np.array(self._num_columns, dtype=np.uint64)
-        self._pad = len(self.edge_token) - int(self.row_ptr[-1])
-        self._row_end = self.row_ptr[1:]
-        self._dense_mask_u32 = [m.view(np.uint32).reshape(-1) for m in self._dense_mask]
-        self._dense_child_flat = [c.reshape(-1) for c in self._dense_child]
-        cols = np.arange(self._num_columns, dtype=np.uint32)
-        self._bit_value = np.left_shift(np.uint32(1), cols & np.uint32(31))
-        self._low_bits_of_token = self._bit_value - np.uint32(1)
-        self._bit_value_i32 = self._bit_value.view(np.int32)
-        # int64 word index of each column: per-token tables are read with int64
-        # tokens (a ``take`` with any other index dtype casts its indices first).
-        self._word_of_token = (cols >> np.uint32(5)).astype(np.int64)
-        self._root_child = np.zeros(self._num_columns, dtype=np.int64)
-        root_tokens = self.edge_token[: int(self.row_ptr[1])].astype(np.int64)
-        self._root_child[root_tokens] = np.arange(1, root_tokens.size + 1)
-        # Unary levels (sparse, every node has exactly one child, no END node):
-        # node n's only edge is n + offset, so no CSR slice needs gathering.
-        # (With one child per node, the level's edges are row_ptr[lo] .. row_ptr[lo] + count.)
-        self._unary_offset: list[np.ndarray | None] = []
-        for d in range(self._num_levels):
-            lo, hi = self._level_start[d], self._level_start[d + 1]
-            unary = (
-                self._end is None
-                and d >= self._dense_depth
-                and self._level_width[d] == 1
-                and hi > lo
-                and int(self.row_ptr[hi]) - int(self.row_ptr[lo]) == hi - lo
-            )
-            self._unary_offset.append(np.array(int(self.row_ptr[lo]) - lo, dtype=np.int64) if unary else None)
-        self._multi_child: dict[int, float] = {}
-        self._child_counts: dict[int, np.ndarray] = {}
-        # Slot patterns of the sparse levels with many multi-child nodes (see _numpy_step).
-        self._slot_patterns: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for d in range(self._dense_depth, self._num_levels):
-            if (
-                self._unary_offset[d] is None
-                and 2 <= self._level_width[d] <= nps.PATTERN_MAX_WIDTH
-                and self._multi_child_fraction(d) >= nps.PATTERN_MIN_MULTI
-            ):
-                self._slot_patterns[d] = nps.slot_patterns(
-                    self.row_ptr,
-                    self.edge_token,
-                    self._level_start[d],
-                    self._level_start[d + 1],
-                    self._level_width[d],
-                )
-        # Pattern levels scatter bytes: the byte of each column inside a mask row
-        # (int32 words in the machine's byte order) and its bit value in that byte.
-        self._byte_of_token = np.zeros(0, dtype=np.int64)
-        self._byte_value = np.zeros(0, dtype=np.uint8)
-        if self._slot_patterns:
-            byte = cols.astype(np.int64) >> 3
-            if sys.byteorder == "big":
-                byte ^= 3
-            self._byte_of_token = byte
-            self._byte_value = np.left_shift(1, cols & np.uint32(7)).astype(np.uint8)
-        self._plans: dict[tuple[int, int], nps.SparsePlan] = {}
-        self._row_indices: dict[int, np.ndarray] = {}
-        self._ranges: np.ndarray | None = None
-        self._torch: dict[str, Any] = {}
         # The slice gathered by the last checked fill_bitmask of this thread,
         # reused by next_nodes on the same rows (see next_nodes).
         self._last = threading.local()
@@ -276,57 +190,57 @@ class StaticIndex:
     @property
     def vocab_size(self) -> int:
         """Codebook size ``V`` given at build time."""
-        return self._vocab_size
+        return self._tables.vocab_size
 
     @property
     def eos_token(self) -> int | None:
         """End token id, or ``None`` for a fixed-length catalog without one."""
-        return self._eos
+        return self._tables.eos
 
     @property
     def num_columns(self) -> int:
         """Columns the masks cover: ``V + 1`` when the end token is ``V``, else ``V``."""
-        return self._num_columns
+        return self._tables.num_columns
 
     @property
     def bitmask_words(self) -> int:
         """Words per bitmask row, ``ceil(num_columns / 32)``."""
-        return self._words
+        return self._tables.words
 
     @property
     def num_levels(self) -> int:
         """Decoding steps: the longest item's length, plus one with an end token."""
-        return self._num_levels
+        return self._tables.num_levels
 
     @property
     def max_length(self) -> int:
         """Tokens in the longest item."""
-        return self._max_length
+        return self._tables.max_length
 
     @property
     def num_sequences(self) -> int:
         """Items given at build time, duplicates included (the length of filter vectors)."""
-        return self._num_sequences
+        return self._tables.num_sequences
 
     @property
     def num_unique(self) -> int:
         """Distinct sequences in the catalog."""
-        return self._num_unique
+        return self._tables.num_unique
 
     @property
     def num_nodes(self) -> int:
         """Trie nodes, including terminals and the END node."""
-        return self._num_nodes
+        return self._tables.num_nodes
 
     @property
     def end_node(self) -> int | None:
         """Node reached by the end token (``None`` without an end token)."""
-        return self._end
+        return self._tables.end
 
     @property
     def dense_depth(self) -> int:
         """Number of levels served from packed per-node masks (after the automatic extension)."""
-        return self._dense_depth
+        return self._tables.dense_depth
 
     @property
     def nbytes(self) -> int:
@@ -346,22 +260,23 @@ class StaticIndex:
             ``docs/retrieval.md``) and ``filter_support`` (per-node item
             ranges, built on the first :meth:`make_filter` call; 0 before).
         """
+        t = self._tables
         return {
             "csr": int(self.row_ptr.nbytes + self.edge_token.nbytes),
-            "dense": int(sum(m.nbytes for m in self._dense_mask) + sum(c.nbytes for c in self._dense_child)),
+            "dense": int(sum(m.nbytes for m in t.dense_mask) + sum(c.nbytes for c in t.layout.dense_child)),
             "items": 0 if self.item_rank is None else int(self.item_rank.nbytes),
             "levels": int(
                 self.level_start.nbytes
                 + self.level_width.nbytes
-                + self._bit_value.nbytes
-                + self._low_bits_of_token.nbytes
-                + self._word_of_token.nbytes
-                + self._root_child.nbytes
-                + self._byte_of_token.nbytes
-                + self._byte_value.nbytes
+                + t.bit_value.nbytes
+                + t.low_bits_of_token.nbytes
+                + t.word_of_token.nbytes
+                + t.root_child.nbytes
+                + t.byte_of_token.nbytes
+                + t.byte_value.nbytes
             ),
-            "patterns": int(sum(sum(a.nbytes for a in p) for p in self._slot_patterns.values())),
-            "filter_support": 0 if self._ranges is None else int(self._ranges.nbytes),
+            "patterns": int(sum(sum(a.nbytes for a in p) for p in t.slot_patterns.values())),
+            "filter_support": sum(int(r.nbytes) for r in t.support),
         }
 
     def __repr__(self) -> str:
@@ -417,32 +332,33 @@ class StaticIndex:
             On a bad level, node ids not at that level, or a bad bitmask.
         """
         filt = None if item_filter is None else self._as_filter(item_filter)
+        t = self._tables
         if type(nodes) is not np.ndarray and _is_torch(nodes):
             from . import _torch_step as tst
 
-            tst.fill_bitmask(self, nodes, level, bitmask, filt, check)
+            tst.fill_bitmask(t, nodes, level, bitmask, filt, check)
             return bitmask
         if check:
-            if type(level) is not int or not 0 <= level < self._num_levels:
-                level = self._check_level(level)
+            if type(level) is not int or not 0 <= level < t.num_levels:
+                level = checks.check_level(t, level)
             if type(nodes) is not np.ndarray or nodes.dtype is not _INT64 or nodes.ndim != 1:
-                nodes = self._check_nodes(nodes, level)
+                nodes = checks.check_nodes(t, nodes, level)
             # The range check's ``nodes - level_start`` is the dense levels' row number.
-            lo, count, _ = self._level_bounds[level]
+            lo, count, _ = t.level_bounds[level]
             local = nodes - lo
             if np.count_nonzero(local.view(_UINT64) >= count):
-                self._raise_bad_nodes(nodes, level)
+                checks.raise_bad_nodes(t, nodes, level)
             if (
                 type(bitmask) is not np.ndarray
                 or bitmask.dtype is not _INT32
                 or bitmask.ndim != 2
                 or bitmask.shape[0] != len(nodes)
-                or bitmask.shape[1] < self._words
+                or bitmask.shape[1] < t.words
             ):
-                self._check_bitmask(bitmask, len(nodes))
-            self._last.gathered = nps.fill_bitmask(self, nodes, level, bitmask, filt, local, nodes.tobytes())
+                checks.check_bitmask(t, bitmask, len(nodes))
+            self._last.gathered = nps.fill_bitmask(t, nodes, level, bitmask, filt, local, nodes.tobytes())
         else:
-            nps.fill_bitmask(self, nodes, level, bitmask, filt)
+            nps.fill_bitmask(t, nodes, level, bitmask, filt)
         return bitmask
 
     def next_nodes(self, nodes: Any, tokens: Any, level: int, *, check: bool = True) -> Any:
@@ -477,10 +393,11 @@ class StaticIndex:
         is reused (one gather per step, as in STATIC); the node ids are
         compared by value, so changing them in between is safe.
         """
+        t = self._tables
         if type(nodes) is not np.ndarray and _is_torch(nodes):
             from . import _torch_step as tst
 
-            return tst.next_nodes(self, nodes, tokens, level, check)
+            return tst.next_nodes(t, nodes, tokens, level, check)
         gathered = None
         if check:
             gathered = getattr(self._last, "gathered", None)
@@ -495,19 +412,19 @@ class StaticIndex:
                 self._last.gathered = None
             else:
                 gathered = None
-                nodes = self._check_nodes(nodes, level)
+                nodes = checks.check_nodes(t, nodes, level)
                 level = int(level)
             # Sparse levels need no range check: an out-of-range token matches
             # no child, so it is reported as not allowed (with its range).
-            dense = level < self._dense_depth
+            dense = level < t.dense_depth
             if (
                 type(tokens) is not np.ndarray
                 or tokens.dtype is not _INT64
                 or tokens.shape != nodes.shape
-                or (dense and np.count_nonzero(tokens.view(_UINT64) >= self._num_columns_u64))
+                or (dense and np.count_nonzero(tokens.view(_UINT64) >= t.num_columns_u64))
             ):
-                tokens = self._check_tokens(tokens, len(nodes), values=dense)
-        return nps.next_nodes(self, nodes, tokens, level, check, gathered)
+                tokens = checks.check_tokens(t, tokens, len(nodes), values=dense)
+        return nps.next_nodes(t, nodes, tokens, level, check, gathered)
 
     def apply_mask_(
         self, logits: Any, nodes: Any, level: int, *, item_filter: Any = None, check: bool = True
@@ -537,15 +454,16 @@ class StaticIndex:
             ``logits``.
         """
         filt = self._as_filter(item_filter)
+        t = self._tables
         if not isinstance(nodes, np.ndarray) and _is_torch(nodes):
             from . import _torch_step as tst
 
-            tst.apply_mask(self, logits, nodes, level, filt, check)
+            tst.apply_mask(t, logits, nodes, level, filt, check)
             return logits
         if check:
-            nodes = self._check_nodes(nodes, level)
-            self._check_logits(logits, len(nodes))
-        nps.apply_mask(self, logits, nodes, level, filt)
+            nodes = checks.check_nodes(t, nodes, level)
+            checks.check_logits(t, logits, len(nodes))
+        nps.apply_mask(t, logits, nodes, level, filt)
         return logits
 
     # ---------------------------------------------------------------- filters
@@ -572,11 +490,6 @@ class StaticIndex:
                 raise CatalogError("item_filter was made for a different index")
             return item_filter
         return ItemFilter(self, item_filter)
-
-    def _filter_support(self) -> np.ndarray:
-        if self._ranges is None:
-            self._ranges = item_ranges(self.row_ptr, self.level_start, self._end, self._num_unique, self._pad)
-        return self._ranges
 
     # ------------------------------------------------------------- look-ups
 
@@ -615,22 +528,23 @@ class StaticIndex:
         if m == 0 or width == 0:
             return np.zeros(m, dtype=bool)
         lens = _lengths(arr, ragged, lengths, -1)
-        extra = 0 if self._eos is None else 1
-        ok = (lens >= 1) & (lens <= self._max_length)
-        if self._eos is None:
-            ok &= lens == self._max_length
-        steps = min(width + extra, self._num_levels)
+        t = self._tables
+        extra = 0 if t.eos is None else 1
+        ok = (lens >= 1) & (lens <= t.max_length)
+        if t.eos is None:
+            ok &= lens == t.max_length
+        steps = min(width + extra, t.num_levels)
         toks = np.full((m, steps), -1, dtype=np.int64)
         toks[:, : min(width, steps)] = arr[:, : min(width, steps)]
         inside = np.arange(steps) < lens[:, None]
         toks[~inside] = -1
-        bad = inside & ((toks < 0) | (toks >= self._vocab_size))
-        if self._eos is not None:
-            bad |= inside & (toks == self._eos)
+        bad = inside & ((toks < 0) | (toks >= t.vocab_size))
+        if t.eos is not None:
+            bad |= inside & (toks == t.eos)
         ok &= ~bad.any(axis=1)
-        if self._eos is not None:
+        if t.eos is not None:
             rows = np.flatnonzero(ok)
-            toks[rows, lens[rows]] = self._eos
+            toks[rows, lens[rows]] = t.eos
         toks[toks < 0] = 0
         need = lens + extra
         nodes = np.zeros(m, dtype=np.int64)
@@ -638,7 +552,7 @@ class StaticIndex:
             rows = np.flatnonzero(ok & (level < need))
             if rows.size == 0:
                 break
-            nxt, found = nps.follow(self, nodes[rows], toks[rows, level], level)
+            nxt, found = nps.follow(t, nodes[rows], toks[rows, level], level)
             ok[rows[~found]] = False
             nodes[rows] = np.where(found, nxt, 0)
         return ok
@@ -666,33 +580,7 @@ class StaticIndex:
         path = os.fspath(path)
         if not path.endswith((".npz", ".parquet", ".pq")):
             raise CatalogError(f"save() writes .npz or .parquet files; got {path!r}")
-        arrays: dict[str, np.ndarray] = {
-            "row_ptr": self.row_ptr,
-            "edge_token": self.edge_token,
-            "level_start": self.level_start,
-            "level_width": self.level_width,
-            "item_rank": np.zeros(0, dtype=np.int32) if self.item_rank is None else self.item_rank,
-            "meta": np.array(
-                [
-                    _FORMAT_VERSION,
-                    self._vocab_size,
-                    -1 if self._eos is None else self._eos,
-                    self._dense_depth,
-                    self._max_length,
-                    self._num_unique,
-                    self._num_sequences,
-                    self.item_rank is not None,
-                ],
-                dtype=np.int64,
-            ),
-        }
-        for d, (m, c) in enumerate(zip(self._dense_mask, self._dense_child, strict=True)):
-            arrays[f"dense_mask_{d}"] = m
-            arrays[f"dense_child_{d}"] = c
-        if path.endswith(".npz"):
-            _io.save_npz(path, arrays)
-        else:
-            _io.save_parquet(path, arrays)
+        _io.write_index(path, self._tables)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> StaticIndex:
@@ -718,169 +606,5 @@ class StaticIndex:
         ImportError
             For a Parquet file when pyarrow is not installed.
         """
-        name = os.fspath(path)
-        if name.endswith((".parquet", ".pq")):
-            arrays = _io.load_parquet(name, mmap=mmap)
-        else:
-            arrays = _io.load_npz(name, mmap=mmap)
-        try:
-            meta = [int(x) for x in arrays["meta"]]
-            version, vocab, eos, dense_depth, max_length, num_unique, num_sequences, has_items = meta
-            masks = [arrays[f"dense_mask_{d}"] for d in range(dense_depth)]
-            children = [arrays[f"dense_child_{d}"] for d in range(dense_depth)]
-            layout = Layout(
-                row_ptr=arrays["row_ptr"],
-                edge_token=arrays["edge_token"],
-                level_start=np.asarray(arrays["level_start"]),
-                level_width=np.asarray(arrays["level_width"]),
-                item_rank=arrays["item_rank"] if has_items else None,
-                dense_mask=masks,
-                dense_child=children,
-                num_unique=num_unique,
-                num_sequences=num_sequences,
-            )
-        except (KeyError, ValueError) as exc:
-            raise CatalogError(f"{os.fspath(path)!r} is not a saved StaticIndex: {exc}") from exc
-        if version != _FORMAT_VERSION:
-            raise CatalogError(f"unsupported index format version {version} (expected {_FORMAT_VERSION})")
-        return cls(
-            layout,
-            vocab_size=vocab,
-            eos_token=None if eos < 0 else eos,
-            dense_depth=dense_depth,
-            max_length=max_length,
-        )
-
-    # ------------------------------------------------------------ validation
-
-    def _check_level(self, level: Any) -> int:
-        if isinstance(level, bool) or not isinstance(level, (int, np.integer)):
-            raise CatalogError(f"level must be an integer, got {level!r}")
-        if not 0 <= level < self._num_levels:
-            raise CatalogError(
-                f"level {level} is out of range: this index has levels 0..{self._num_levels - 1}"
-            )
-        return int(level)
-
-    def _check_nodes(self, nodes: Any, level: Any) -> np.ndarray:
-        if type(level) is not int or not 0 <= level < self._num_levels:
-            level = self._check_level(level)
-        if type(nodes) is not np.ndarray or nodes.dtype is not _INT64 or nodes.ndim != 1:
-            nodes = np.asarray(nodes)
-            if nodes.ndim != 1 or nodes.dtype.kind not in "iu":
-                raise CatalogError(f"nodes must be a 1-D integer array, got {nodes.dtype} {nodes.shape}")
-            nodes = nodes.astype(np.int64)
-        # One pass: ids below the level wrap around to huge unsigned values.
-        lo, count, _ = self._level_bounds[level]
-        if np.count_nonzero((nodes - lo).view(_UINT64) >= count):
-            self._raise_bad_nodes(nodes, level)
-        return nodes
-
-    def _raise_bad_nodes(self, nodes: np.ndarray, level: int) -> None:
-        lo = self._level_start[level]
-        hi = lo + self._level_count[level]
-        ok = (nodes >= lo) & (nodes < hi)
-        if self._end is not None and level > 0:
-            ok |= nodes == self._end
-        if not ok.all():
-            row = int(np.flatnonzero(~ok)[0])
-            raise CatalogError(
-                f"node id {int(nodes[row])} (row {row}) is not a node of level {level} "
-                f"(expected {lo}..{hi - 1}"
-                + ("" if self._end is None or level == 0 else f" or end_node {self._end}")
-                + "); node ids come from root and next_nodes()"
-            )
-
-    def _check_tokens(self, tokens: Any, rows: int, *, values: bool = True) -> np.ndarray:
-        if type(tokens) is not np.ndarray or tokens.dtype is not _INT64:
-            tokens = np.asarray(tokens)
-            if tokens.dtype.kind not in "iu":
-                raise CatalogError(f"tokens must be an integer array, got dtype {tokens.dtype}")
-            tokens = tokens.astype(np.int64)
-        if tokens.shape != (rows,):
-            raise CatalogError(f"tokens must have shape ({rows},) (one per row), got {tokens.shape}")
-        if values and np.count_nonzero(tokens.view(_UINT64) >= self._num_columns_u64):
-            row = int(np.flatnonzero((tokens < 0) | (tokens >= self._num_columns))[0])
-            raise CatalogError(
-                f"token {int(tokens[row])} (row {row}) is outside [0, num_columns={self._num_columns})"
-            )
-        return tokens
-
-    def _check_bitmask(self, bitmask: Any, rows: int) -> None:
-        if not isinstance(bitmask, np.ndarray) or bitmask.dtype != np.int32 or bitmask.ndim != 2:
-            raise CatalogError(
-                "bitmask must be a 2-D int32 numpy array; use tokensieve.allocate_token_bitmask(rows, index.num_columns)"
-            )
-        if bitmask.shape[0] != rows or bitmask.shape[1] < self._words:
-            raise CatalogError(
-                f"bitmask has shape {bitmask.shape}; need ({rows}, >= {self._words}) for {rows} rows"
-            )
-
-    def _check_logits(self, logits: Any, rows: int) -> None:
-        if (
-            not isinstance(logits, np.ndarray)
-            or logits.ndim != 2
-            or not np.issubdtype(logits.dtype, np.floating)
-        ):
-            raise CatalogError("logits must be a 2-D float numpy array when nodes is a numpy array")
-        if logits.shape[0] != rows or logits.shape[1] < self._min_logit_columns:
-            raise CatalogError(
-                f"logits has shape {logits.shape}; need ({rows}, >= num_columns={self._num_columns})"
-                + (
-                    ""
-                    if self._min_logit_columns == self._num_columns
-                    else f" or ({rows}, {self._vocab_size})"
-                )
-            )
-
-    def _raise_not_child(self, nodes: Any, tokens: Any, level: int, found: Any) -> None:
-        found = np.asarray(found.cpu() if hasattr(found, "cpu") else found)
-        row = int(np.flatnonzero(~found)[0])
-        node = int(nodes[row])
-        token = int(tokens[row])
-        if not 0 <= token < self._num_columns:
-            raise CatalogError(f"token {token} (row {row}) is outside [0, num_columns={self._num_columns})")
-        raise CatalogError(
-            f"token {token} is not allowed at node {node} (row {row}, level {level}): "
-            "no catalog item continues that way"
-        )
-
-    # --------------------------------------------------------- hot-path caches
-
-    def _plan(self, rows: int, level: int) -> nps.SparsePlan:
-        plan = self._plans.get((rows, level))
-        if plan is None:
-            if len(self._plans) > 256:
-                self._plans.clear()
-            plan = nps.SparsePlan(self, rows, level)
-            self._plans[(rows, level)] = plan
-        return plan
-
-    def _multi_child_fraction(self, level: int) -> float:
-        """Fraction of the level's nodes with more than one child (cached)."""
-        got = self._multi_child.get(level)
-        if got is None:
-            lo, hi = self._level_start[level], self._level_start[level + 1]
-            counts = np.diff(self.row_ptr[lo : hi + 1])
-            got = float(np.count_nonzero(counts > 1)) / max(hi - lo, 1)
-            self._multi_child[level] = got
-        return got
-
-    def _child_count_histogram(self, level: int) -> np.ndarray:
-        """``histogram[c]``: nodes of the level with ``c`` children (cached)."""
-        got = self._child_counts.get(level)
-        if got is None:
-            lo, hi = self._level_start[level], self._level_start[level + 1]
-            counts = np.diff(self.row_ptr[lo : hi + 1])
-            got = np.bincount(counts, minlength=self._level_width[level] + 1)
-            self._child_counts[level] = got
-        return got
-
-    def _row_index(self, rows: int) -> np.ndarray:
-        idx = self._row_indices.get(rows)
-        if idx is None:
-            if len(self._row_indices) > 64:
-                self._row_indices.clear()
-            idx = np.arange(rows, dtype=np.int64)[:, None]
-            self._row_indices[rows] = idx
-        return idx
+        layout, meta = _io.read_index(os.fspath(path), mmap=mmap)
+        return cls(layout, **meta)
