@@ -32,8 +32,9 @@ from server.server_support import MODEL_ID, ServerProcess
 from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
 from tokensieve import GrammarCompiler, GrammarMatcher, TokenizerInfo
-from tokensieve.server.constraints import ConstraintCache, ConstraintSpec
+from tokensieve.server.constraints import ConstraintCache, ConstraintSpec, constraint_spec
 from tokensieve.server.errors import APIError
+from tokensieve.server.protocol import ChatCompletionRequest
 
 TESTS = Path(__file__).resolve().parent.parent
 
@@ -259,6 +260,40 @@ def test_compile_queue_is_bounded_and_429_past_it() -> None:
         assert not cached and later.result(30).grammar == "grammar"
     finally:
         release.set()
+        cache.shutdown()
+
+
+def _spec(**fields: Any) -> ConstraintSpec:
+    req = ChatCompletionRequest.model_validate(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], **fields}
+    )
+    spec = constraint_spec(req, closed_objects=True, max_schema_bytes=1 << 20)
+    assert spec is not None
+    return spec
+
+
+def test_refused_constraints_keep_the_compile_process_working(tmp_path: Path, info: TokenizerInfo) -> None:
+    compiler = GrammarCompiler(info, cache_dir=tmp_path)
+    cache = ConstraintCache(compiler, processes=1)
+    try:
+        refused = [
+            (_spec(guided_regex="(a|b)*a(a|b){24}"), "constraint_too_costly", "max_dfa_states"),
+            (
+                _spec(guided_json={"type": "object", "properties": {"a": {"minimum": "x"}}}),
+                "invalid_schema",
+                "/properties/a/minimum",
+            ),
+            (_spec(guided_grammar='root ::= "a" missing'), "invalid_grammar", "line 1"),
+        ]
+        for spec, code, where in refused:  # each refused in the compile process, then here with its details
+            with pytest.raises(APIError) as err:
+                asyncio.run(cache.get(spec))
+            assert (err.value.status, err.value.code) == (400, code) and where in err.value.message
+        assert compiler.disk_cache is not None and compiler.disk_cache.hits == 0
+        compiled = asyncio.run(cache.get(_spec(guided_regex=REGEX_B)))
+        assert GrammarMatcher(compiled.grammar).accept_string("(555) 123-4567")
+        assert compiler.disk_cache.hits == 1  # built by the compile process, read back from its entry
+    finally:
         cache.shutdown()
 
 

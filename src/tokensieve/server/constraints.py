@@ -304,10 +304,36 @@ def _init_worker(info: Any, cache_dir: Any, limits: Any) -> None:
     _worker_compiler = GrammarCompiler(info, limits=limits, cache_dir=cache_dir, precompute=False)
 
 
-def _warm(build: Callable[[Compiler], Any] | None) -> None:
-    """In a compile process: build the automaton, which lands in the disk cache."""
-    if build is not None:
+Failure = tuple[type[TokensieveError], tuple[Any, ...], dict[str, Any]]
+
+
+def _warm(build: Callable[[Compiler], Any] | None) -> Failure | None:
+    """In a compile process: build the automaton, which lands in the disk cache.
+
+    A constraint refused with a :class:`~tokensieve.TokensieveError` comes back
+    as its class, arguments and attributes: the error classes take other
+    arguments than those they pickle with, so an error raised across the
+    process boundary would fail to unpickle and break the process pool. Other
+    failures are left to the compile in the server's process.
+    """
+    if build is None:
+        return None
+    try:
         build(_worker_compiler)
+    except TokensieveError as exc:
+        return type(exc), exc.args, dict(vars(exc))
+    except Exception:
+        logger.debug("the compile process failed; the server's process compiles it", exc_info=True)
+    return None
+
+
+def _rebuilt(failure: Failure) -> TokensieveError:
+    """The error a compile process reported, as raised there."""
+    cls, args, attributes = failure
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, *args)
+    exc.__dict__.update(attributes)
+    return exc
 
 
 class ConstraintCache:
@@ -340,8 +366,9 @@ class ConstraintCache:
         automaton construction, most of a compile, then run beside the
         engine's thread instead of contending with it for the interpreter)
         and read back from the disk cache; only the token masks are computed
-        in this process. A failure there is left to the compile here, which
-        reports it.
+        in this process. A constraint refused there is refused with the same
+        error without compiling it again here; other failures are left to the
+        compile here, and a pool whose process died is started again.
     """
 
     def __init__(
@@ -367,15 +394,41 @@ class ConstraintCache:
         self._entries: OrderedDict[str, concurrent.futures.Future[Compiled]] = OrderedDict()
         self._lock = threading.RLock()  # a compile done already runs its callback at once, under it
         self._procs: concurrent.futures.ProcessPoolExecutor | None = None
-        disk = getattr(compiler, "disk_cache", None)
-        if processes > 0 and disk is not None:
-            self._procs = concurrent.futures.ProcessPoolExecutor(
-                processes,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(compiler.tokenizer_info, disk.directory, compiler.limits),
+        self._processes = processes
+        if processes > 0 and getattr(compiler, "disk_cache", None) is not None:
+            self._procs = self._start_processes()
+
+    def _start_processes(self) -> concurrent.futures.ProcessPoolExecutor:
+        procs = concurrent.futures.ProcessPoolExecutor(
+            self._processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_init_worker,
+            initargs=(self.compiler.tokenizer_info, self.compiler.disk_cache.directory, self.compiler.limits),
+        )
+        procs.submit(_warm, None)  # start the processes now, not at the first compile
+        return procs
+
+    def _in_process(self, spec: ConstraintSpec) -> None:
+        """Build ``spec``'s automaton in a compile process (a pool that broke is started again)."""
+        procs = self._procs
+        if procs is None:
+            return
+        try:
+            failure = procs.submit(_warm, spec.build).result()
+        except concurrent.futures.process.BrokenProcessPool:
+            logger.warning(
+                "a compile process died while compiling %s; starting the compile processes again", spec.param
             )
-            self._procs.submit(_warm, None)  # start the processes now, not at the first compile
+            with self._lock:
+                if self._procs is procs:
+                    procs.shutdown(wait=False, cancel_futures=True)
+                    self._procs = self._start_processes()
+            return
+        except Exception:  # reported by the compile here, with its details
+            logger.debug("the compile process failed on %s; compiling here", spec.param)
+            return
+        if failure is not None:
+            raise _rebuilt(failure)
 
     @property
     def pending(self) -> int:
@@ -420,11 +473,7 @@ class ConstraintCache:
 
     def _run(self, spec: ConstraintSpec) -> Compiled:
         t0 = time.perf_counter()
-        if self._procs is not None:
-            try:
-                self._procs.submit(_warm, spec.build).result()
-            except Exception:  # reported by the compile below, with its details
-                logger.debug("the compile process failed on %s; compiling here", spec.param)
+        self._in_process(spec)
         grammar, unenforced = spec.build(self.compiler)
         seconds = time.perf_counter() - t0
         if self._on_compiled is not None:
