@@ -18,6 +18,7 @@ import functools
 import json
 import logging
 import multiprocessing
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -295,11 +296,15 @@ def _schema_bytes_checked(schema: Any, max_bytes: int) -> None:
 
 
 _worker_compiler: Any = None
+_COMPILE_NICENESS = 10
 
 
 def _init_worker(info: Any, cache_dir: Any, limits: Any) -> None:
     global _worker_compiler
     from ..compile import GrammarCompiler
+
+    if hasattr(os, "nice"):  # where cores are few, the engine's steps come before compiles
+        os.nice(_COMPILE_NICENESS)
 
     _worker_compiler = GrammarCompiler(info, limits=limits, cache_dir=cache_dir, precompute=False)
 
