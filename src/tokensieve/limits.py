@@ -89,6 +89,13 @@ class Limits:
         ``anyOf``, ``oneOf``, ``not``, ``if`` and ``dependentSchemas``
         distribute over (default 80,000): bounds schemas whose combinations
         multiply. Raises.
+    max_schema_branches
+        Members of one ``anyOf`` or ``oneOf`` (default 1,000), counted before
+        any is lowered: each member is lowered and built into the automaton on
+        its own (a thousand one-property objects already cost more than
+        ``max_compile_work``). Members with ``const`` or ``enum`` are not
+        counted: they cost what their values' text costs, as an ``enum``
+        does. Raises.
     max_schema_indirection
         How deep the checks of concrete values against subschemas (``enum``
         members, property names), negations and ``unevaluated*`` annotations
@@ -129,6 +136,7 @@ class Limits:
     max_stacks: int = 512
     max_pushdown_states: int = 500_000
     max_schema_work: int = 80_000
+    max_schema_branches: int = 1_000
     max_schema_indirection: int = 64
     max_pattern_properties: int = 4
     max_counted_optional_properties: int = 8

@@ -1,7 +1,7 @@
-"""Inputs that do not end as they must yet, each pinned to the smallest case found.
+"""Inputs found not to end as they must, each pinned to the smallest case found.
 
-Every test is a strict expected failure: it fails (XPASS) the day the
-behaviour is fixed, and the ``xfail`` mark can go.
+A test that still fails is a strict expected failure: it fails (XPASS) the
+day the behaviour is fixed, and the ``xfail`` mark can go.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from hostile.harness import tiny_compiler
 
-from tokensieve import GrammarCompiler, GrammarMatcher, TokensieveError
+from tokensieve import GrammarCompiler, GrammarMatcher, LimitExceeded, Limits, SchemaError, TokensieveError
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +57,50 @@ def test_schema_text_with_a_5000_digit_integer_is_a_schema_error(compiler: Gramm
         compiler.compile_json_schema('{"type": "integer", "maximum": ' + "9" * 5000 + "}")
     except TokensieveError:
         pass
+
+
+def _objects(n: int, first: dict | None = None) -> list[dict]:
+    members = [
+        {"type": "object", "properties": {f"k{i}": {"type": "integer"}}, "required": [f"k{i}"]}
+        for i in range(n)
+    ]
+    return [first, *members[1:]] if first is not None else members
+
+
+def test_anyof_members_are_counted_before_any_is_lowered() -> None:
+    """Past ``max_schema_branches`` the error comes before the members' own (a bad pattern in the first)."""
+    bad = {"type": "string", "pattern": "("}
+    schema = {"anyOf": _objects(4, first=bad)}
+    with pytest.raises(LimitExceeded) as exc:
+        tiny_compiler(limits=Limits(max_schema_branches=3)).compile_json_schema(schema)
+    assert (exc.value.limit, exc.value.value) == ("max_schema_branches", 3)
+    assert "/anyOf has 4 members" in str(exc.value)
+    with pytest.raises(SchemaError, match="/anyOf/0/pattern"):
+        tiny_compiler(limits=Limits(max_schema_branches=4)).compile_json_schema(schema)
+
+
+def test_constant_members_are_not_counted() -> None:
+    """``const`` and ``enum`` members are left out of the count; the language is unchanged."""
+    schema = {"oneOf": [*_objects(2), {"const": "a"}, {"enum": ["b", 3]}, {"type": "string", "const": "c"}]}
+    compiled = tiny_compiler(limits=Limits(max_schema_branches=2)).compile_json_schema(schema)
+    for text, ok in [('{"k0":1}', True), ('{"k1":2}', True), ('"a"', True), ('"b"', True), ("3", True)]:
+        matcher = GrammarMatcher(compiled)
+        assert (matcher.accept_string(text) and matcher.is_completed()) is ok, text
+    for text in ['{"k2":1}', '"d"', "4", "{}"]:
+        matcher = GrammarMatcher(compiled)
+        assert not (matcher.accept_string(text) and matcher.is_completed()), text
+    with pytest.raises(LimitExceeded, match="max_schema_branches"):
+        tiny_compiler(limits=Limits(max_schema_branches=1)).compile_json_schema(schema)
+
+
+def test_a_large_object_is_refused_before_its_values_are_lowered() -> None:
+    """400 optional properties cost more than the NFA budget: refused before the last one's bad pattern is read."""
+    props = {f"p{i}": {"type": "integer"} for i in range(399)}
+    props["p399"] = {"type": "string", "pattern": "("}
+    with pytest.raises(LimitExceeded) as exc:
+        tiny_compiler().compile_json_schema({"type": "object", "properties": props})
+    assert exc.value.limit == "max_nfa_states"
+    assert "400 properties, 400 optional" in str(exc.value)
+    # with the first property required the object is small enough, and the pattern is read
+    with pytest.raises(SchemaError, match="/properties/p399/pattern"):
+        tiny_compiler().compile_json_schema({"type": "object", "properties": props, "required": ["p0"]})

@@ -25,18 +25,7 @@ SECONDS = 20.0
 MAX_PEAK_BYTES = 3 << 29  # 1.5 GiB
 
 #: inputs that do not end as they must today, and what they do instead
-KNOWN: dict[str, str] = {
-    "schema 10,000-way anyOf of objects": (
-        "no answer within the limit: LimitExceeded(max_nfa_states) only after 16 s on a quiet machine "
-        "(90 s on a loaded one), once the schema is lowered (12 s), its rules inlined "
-        "(automata/pushdown.py _rewrite) and the NFA built"
-    ),
-    "schema 4 MB, 40,000 properties": (
-        "no answer within the limit: LimitExceeded(max_nfa_states) only after 11 s on a quiet machine "
-        "(90 s on a loaded one), raised at the end of grammar/json_schema/_norm.py _object, "
-        "which first spends 9 s on the 40,000 optional properties"
-    ),
-}
+KNOWN: dict[str, str] = {}
 
 #: the known slow inputs run with a shorter limit here, to keep the suite
 #: short: they turn into a pass (a strict failure) once they end within it

@@ -249,6 +249,7 @@ class Lowerer:
                 members = node[kw]
                 if not isinstance(members, list) or not members:
                     raise SchemaError(f"{kw} must be a non-empty array of schemas", f"{loc.ptr}/{kw}")
+                self._check_branches(kw, members, loc.ptr)
                 base = [*rest, loc.without(kw)]
                 branches = [[*base, loc.child(kw, i)] for i in range(len(members))]
                 if kw == "oneOf" and len(branches) > 1 and not self._disjoint(branches):
@@ -324,6 +325,20 @@ class Lowerer:
                 required = Loc(loc.ptr, {"required": [name, *value]}, loc.base, key=("dep", kw, name))
                 return [[*base, required], absent]
         return None
+
+    def _check_branches(self, kw: str, members: list[Any], ptr: str) -> None:
+        """Refuse an ``anyOf``/``oneOf`` of more members than ``max_schema_branches`` before lowering any.
+
+        Members that list their values (``const``, ``enum``) are not counted.
+        """
+        most = self.limits.max_schema_branches
+        if len(members) <= most:
+            return
+        counted = sum(1 for m in members if not (isinstance(m, dict) and ("const" in m or "enum" in m)))
+        if counted > most:
+            raise LimitExceeded(
+                "max_schema_branches", most, f"{ptr}/{kw} has {counted} members that are not constants"
+            )
 
     def _without_dep(self, loc: Loc, kw: str, name: str) -> Loc:
         node = dict(loc.node)

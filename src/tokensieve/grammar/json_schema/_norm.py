@@ -235,8 +235,10 @@ class _Norm:
             elif kw == "required":
                 if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
                     raise SchemaError("required must be an array of strings", p)
+                known = set(self.required)
                 for name in v:
-                    if name not in self.required:
+                    if name not in known:
+                        known.add(name)
                         self.required.append(name)
             elif kw == "propertyNames":
                 if not isinstance(v, (dict, bool)):
@@ -839,22 +841,52 @@ class _Norm:
                 locs.append(comp.additional)
         return locs, True
 
+    def _check_copies(self, count: int, prefix: int) -> None:
+        """Refuse a sequence of ``count`` properties, ``prefix`` optional ones first, whose tails cost too many states.
+
+        Each optional property before the first required one starts a copy of
+        the tail: about ``(prefix + 1) * (count + 1)`` NFA states, bounded by a
+        tenth of ``max_nfa_states``.
+        """
+        copies = (prefix + 1) * (count + 1)
+        budget = max(1000, self.low.limits.max_nfa_states // 10)
+        if copies > budget:
+            raise LimitExceeded(
+                "max_nfa_states",
+                self.low.limits.max_nfa_states,
+                f"an object with {count} properties, {prefix} optional ones before the first required one",
+            )
+
+    def _check_named(self, names: list[str], required: set[str]) -> None:
+        """:meth:`_check_copies` on the named properties, before their values are lowered.
+
+        Applies where the object is certain to be lowered as a sequence (not
+        by :meth:`_enumerated` or :meth:`_any_order`); counts every name that
+        is not forbidden, so a property whose value turns out impossible
+        still counts.
+        """
+        limits = self.low.limits
+        names = [n for n in names if n not in self.forbid]
+        optional = sum(1 for n in names if n not in required)
+        counting = self.min_props > 0 or self.max_props is not None or bool(self.dep_required)
+        if counting and optional <= limits.max_counted_optional_properties:
+            return
+        if self.low.property_order == "any" and len(names) <= limits.max_any_order_properties:
+            return
+        self._check_copies(len(names), next((i for i, n in enumerate(names) if n in required), len(names)))
+
     def _object(self, layout: Layout, depth: int) -> Node:
         low = self.low
         sub = depth + 1
-        names: list[str] = []
+        ordered: dict[str, None] = {}  # the names in order of first appearance
         for comp in self.obj:
-            for name in comp.props:
-                if name not in names:
-                    names.append(name)
-        for name in self.required:
-            if name not in names:
-                names.append(name)
+            ordered.update(dict.fromkeys(comp.props))
+        ordered.update(dict.fromkeys(self.required))
         for name, deps in self.dep_required.items():
-            for n in (name, *sorted(deps)):
-                if n not in names:
-                    names.append(n)
+            ordered.update(dict.fromkeys((name, *sorted(deps))))
+        names = list(ordered)
         required = set(self.required)
+        self._check_named(names, required)
         members: list[tuple[str, Node, bool]] = []
         for name in names:
             req = name in required
@@ -1007,15 +1039,7 @@ class _Norm:
             )
         if self.low.property_order == "any" and 1 < len(members) <= self.low.limits.max_any_order_properties:
             return self._any_order(members, extra, layout, depth)
-        prefix = next((i for i, m in enumerate(members) if m[2]), len(members))
-        copies = (prefix + 1) * (len(members) + 1)
-        budget = max(1000, self.low.limits.max_nfa_states // 10)
-        if copies > budget:
-            raise LimitExceeded(
-                "max_nfa_states",
-                self.low.limits.max_nfa_states,
-                f"an object with {len(members)} properties, {prefix} optional ones before the first required one",
-            )
+        self._check_copies(len(members), next((i for i, m in enumerate(members) if m[2]), len(members)))
         more = star(concat(sep, extra)) if extra is not None else EMPTY
         tail: Node = more
         tails: list[Node] = [EMPTY] * (len(members) + 1)
