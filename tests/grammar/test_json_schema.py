@@ -614,9 +614,9 @@ def unique_compiler(request, compiler, monkeypatch) -> GrammarCompiler:
     """The module's compiler, or a fresh one for which every ``uniqueItems`` array tracks the items used."""
     if request.param == "as chosen":
         return compiler
-    import tokensieve.grammar.json_schema._norm as norm
+    import tokensieve.grammar.json_schema._lower_arrays as arrays
 
-    monkeypatch.setattr(norm, "_SPELL_OUT_STATES", 0)
+    monkeypatch.setattr(arrays, "_SPELL_OUT_STATES", 0)
     return GrammarCompiler(compiler.tokenizer_info, cache_enabled=False)
 
 
