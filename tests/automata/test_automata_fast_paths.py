@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tokensieve import LimitExceeded, Limits
-from tokensieve.automata import build, determinize, minimize, ops
+from tokensieve.automata import build, class_tables, determinize, minimize, ops
 from tokensieve.automata.minimize import EdgeDFA, minimize_edges, trim_edges
 from tokensieve.automata.nfa import build_nfa
 from tokensieve.grammar.regex import parse_regex, regex_to_dfa
@@ -451,7 +451,7 @@ def test_state_limit_counts_reachable_states_only(monkeypatch, pattern: str) -> 
 
 
 def test_product_through_the_array_path(monkeypatch) -> None:
-    monkeypatch.setattr(ops, "SMALL_EDGES", -1)
+    monkeypatch.setattr(class_tables, "SMALL_EDGES", -1)
     a = regex_to_dfa("[abc]*a[abc]{3}")
     b = regex_to_dfa("[ab]{0,9}c?[abc]{0,4}")
     both = ops.intersect(a, b)
