@@ -14,11 +14,14 @@ model of the default cache), then runs these phases one after the other:
   median of the last third after warm-up is within 5% of the first third's;
 - ``flood``: ``--flood`` new schemas at once: each a 200, or a 429 with
   ``Retry-After`` past the compile queue;
-- ``refusal``: ``--batch-clients`` streams decoding free text, alone, then
-  while refused constraints of one kind (too costly, too large, invalid,
-  unenforceable under ``strict``, bad grammar; each one new) arrive one every
-  ``--refusal-every`` seconds, then while all kinds arrive back to back: the
-  streams' inter-token latency in each window;
+- ``refusal``: ``--batch-clients`` streams decode free text throughout, in
+  alternating windows of ``--window`` seconds: none refused, then refused
+  constraints of one kind (too costly, too large, invalid, unenforceable under
+  ``strict``, bad grammar; each one new) arriving one every
+  ``--refusal-every`` seconds, or all kinds back to back; ``--rounds`` pairs
+  per kind. Reported: the streams' inter-token latency with and without, and
+  the median over rounds of each pair's ratio (the machine's drift between
+  rounds cancels out);
 - ``cache``: every entry of the grammar cache damaged (bytes flipped,
   truncated, another entry's bytes, garbage), then a second server on the same
   folder and the first one given the same schemas (greedy, same seed) while
@@ -56,7 +59,7 @@ from typing import Any
 
 import httpx
 import jsonschema
-from serve_bench import TOOLS, _pct, _start_server
+from serve_bench import TOOLS, _free_port, _pct
 
 MODEL = "SmolLM2-135M-Instruct"
 CITY = {
@@ -269,28 +272,35 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-async def _sample_memory(
-    pid: int, every: float, out: list[tuple[float, int, int]], stop: asyncio.Event
-) -> None:
+Sample = tuple[float, int, int, int]  # seconds, server RSS, with its children, compiled constraints (KiB)
+
+
+async def _sample_memory(base: str, pid: int, every: float, out: list[Sample], stop: asyncio.Event) -> None:
     t0 = time.perf_counter()
-    while not stop.is_set():
-        own = _rss_kib(pid)
-        total = own + sum(_rss_kib(c) for c in _children(pid))
-        out.append((time.perf_counter() - t0, own, total))
-        try:
-            await asyncio.wait_for(stop.wait(), every)
-        except asyncio.TimeoutError:
-            pass
+    async with httpx.AsyncClient(timeout=30) as client:
+        while not stop.is_set():
+            own = _rss_kib(pid)
+            total = own + sum(_rss_kib(c) for c in _children(pid))
+            try:
+                health = (await client.get(base + "/health")).json()
+                kept = int(health.get("constraints", {}).get("memory_bytes", 0)) // 1024
+            except (httpx.HTTPError, ValueError):
+                kept = -1
+            out.append((time.perf_counter() - t0, own, total, kept))
+            try:
+                await asyncio.wait_for(stop.wait(), every)
+            except asyncio.TimeoutError:
+                pass
 
 
 async def phase_load(
-    base: str, pid: int, clients: int, duration: float, max_tokens: int, seed: int
+    base: str, pid: int, clients: int, duration: float, max_tokens: int, seed: int, mix: dict[str, int]
 ) -> dict[str, Any]:
-    """``clients`` clients sending the mix for ``duration`` seconds, with memory sampled."""
+    """``clients`` clients sending ``mix`` (kind: weight) for ``duration`` seconds, with memory sampled."""
     results: list[Result] = []
-    memory: list[tuple[float, int, int]] = []
+    memory: list[Sample] = []
     stop = asyncio.Event()
-    kinds, weights = zip(*MIX.items(), strict=True)
+    kinds, weights = zip(*((k, w) for k, w in mix.items() if w > 0), strict=True)
     deadline = time.perf_counter() + duration
 
     async def client_loop(i: int, client: httpx.AsyncClient) -> None:
@@ -305,7 +315,7 @@ async def phase_load(
 
     limits = httpx.Limits(max_connections=clients + 8, max_keepalive_connections=clients + 8)
     async with httpx.AsyncClient(timeout=300, limits=limits) as client:
-        sampler = asyncio.create_task(_sample_memory(pid, 1.0, memory, stop))
+        sampler = asyncio.create_task(_sample_memory(base, pid, 1.0, memory, stop))
         t0 = time.perf_counter()
         await asyncio.gather(*(client_loop(i, client) for i in range(clients)))
         seconds = time.perf_counter() - t0
@@ -314,7 +324,7 @@ async def phase_load(
     return {"seconds": seconds, "results": results, "memory": memory}
 
 
-def judge_memory(memory: list[tuple[float, int, int]], warmup_fraction: float = 0.2) -> dict[str, Any]:
+def judge_memory(memory: list[Sample], warmup_fraction: float = 0.2) -> dict[str, Any]:
     """Medians of the first and last thirds after warm-up, and whether the last is within 5%."""
     if len(memory) < 6:
         return {"flat": None}
@@ -322,7 +332,7 @@ def judge_memory(memory: list[tuple[float, int, int]], warmup_fraction: float = 
     after = [m for m in memory if m[0] >= warmup_fraction * end]
     third = max(1, len(after) // 3)
     out: dict[str, Any] = {"samples": len(memory), "warmup_s": warmup_fraction * end}
-    for col, name in ((1, "server"), (2, "total")):
+    for col, name in ((1, "server"), (2, "total"), (3, "constraints")):
         first = statistics.median(m[col] for m in after[:third]) / 1024
         last = statistics.median(m[col] for m in after[-third:]) / 1024
         out[name] = {
@@ -373,67 +383,100 @@ REFUSAL_KINDS = ["costly_regex", "too_large", "invalid_schema", "unenforceable",
 
 
 async def phase_refusal(
-    base: str, streams: int, window: float, max_tokens: int, every: float
+    base: str, streams: int, window: float, rounds: int, max_tokens: int, every: float
 ) -> dict[str, Any]:
-    """Inter-token latency of ``streams`` free-text streams: alone, while refused constraints of each
-    kind arrive one every ``every`` seconds (a window each), and while all kinds arrive back to back."""
-    out: dict[str, Any] = {}
+    """Inter-token latency of ``streams`` free-text streams that decode throughout, in alternating
+    windows: none refused, then refused constraints of one kind arriving one every ``every`` seconds
+    (all kinds back to back for ``back_to_back``); ``rounds`` pairs of windows per kind.
+
+    Each kind's ratio is the median over its rounds of (p50 or p99 with refusals) / (p50 or p99 of
+    the window just before, without), so that the machine's drift between rounds cancels out.
+    """
     counter = itertools.count()
+    arrivals: list[tuple[float, float]] = []  # (time, gap since the stream's previous token)
+    periods: list[tuple[str, bool, float, float, Counter[int]]] = []
+    done = asyncio.Event()
     async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=streams + 8)) as client:
-        for name in ["alone", *REFUSAL_KINDS, "back_to_back", "alone_again"]:
-            deadline = time.perf_counter() + window
-            gaps: list[float] = []
-            refused: Counter[int] = Counter()
 
-            async def stream_loop(i: int, deadline: float = deadline, gaps: list[float] = gaps) -> None:
-                rng = random.Random(i)
-                while time.perf_counter() < deadline:
-                    r = await _call(client, base, "free", _ask("free", rng, max_tokens)[0], True)
-                    gaps.extend(r.gaps)
+        async def stream_loop(i: int) -> None:
+            rng = random.Random(i)
+            while not done.is_set():
+                r = await _call(client, base, "free", _ask("free", rng, max_tokens)[0], True)
+                t = r.start + (r.ttft or 0.0)
+                for gap in r.gaps:
+                    t += gap
+                    arrivals.append((t, gap))
 
-            async def refusals(
-                kind: str, deadline: float = deadline, refused: Counter[int] = refused
-            ) -> None:
-                await asyncio.sleep(1.0)  # the streams are decoding
-                while time.perf_counter() < deadline:
+        async def driver() -> None:
+            await asyncio.sleep(3.0)  # every stream is decoding
+            for kind in [*REFUSAL_KINDS, "back_to_back"]:
+                for _ in range(rounds):
                     t0 = time.perf_counter()
-                    body = {"model": MODEL, "messages": [{"role": "user", "content": "x"}], "max_tokens": 8}
-                    n = next(counter)
-                    body.update(refusal(REFUSAL_KINDS[n % 5] if kind == "back_to_back" else kind, n))
-                    r = await _call(client, base, "refused", body, False)
-                    refused[r.status if r.error_shape else -r.status] += 1
-                    if kind != "back_to_back":
-                        await asyncio.sleep(max(0.0, every - (time.perf_counter() - t0)))
+                    await asyncio.sleep(window)
+                    periods.append((kind, False, t0, time.perf_counter(), Counter()))
+                    t0 = time.perf_counter()
+                    refused: Counter[int] = Counter()
+                    while time.perf_counter() < t0 + window:
+                        sent = time.perf_counter()
+                        body = {
+                            "model": MODEL,
+                            "messages": [{"role": "user", "content": "x"}],
+                            "max_tokens": 8,
+                        }
+                        n = next(counter)
+                        body.update(refusal(REFUSAL_KINDS[n % 5] if kind == "back_to_back" else kind, n))
+                        r = await _call(client, base, "refused", body, False)
+                        refused[r.status if r.error_shape else -r.status] += 1
+                        if kind != "back_to_back":
+                            await asyncio.sleep(max(0.0, every - (time.perf_counter() - sent)))
+                    periods.append((kind, True, t0, time.perf_counter(), refused))
+            done.set()
 
-            tasks = [stream_loop(i) for i in range(streams)]
-            if name not in ("alone", "alone_again"):
-                tasks.append(refusals(name))
-            await asyncio.gather(*tasks)
-            out[name] = {
-                "gaps": len(gaps),
-                "itl_p50_ms": _pct(gaps, 0.5) * 1e3,
-                "itl_p99_ms": _pct(gaps, 0.99) * 1e3,
-            }
-            if refused:
-                out[name]["refused"] = dict(refused)
-    base_p50 = (out["alone"]["itl_p50_ms"] + out["alone_again"]["itl_p50_ms"]) / 2
-    base_p99 = (out["alone"]["itl_p99_ms"] + out["alone_again"]["itl_p99_ms"]) / 2
-    for name in [*REFUSAL_KINDS, "back_to_back"]:
-        out[name]["p50_ratio"] = out[name]["itl_p50_ms"] / base_p50
-        out[name]["p99_ratio"] = out[name]["itl_p99_ms"] / base_p99
+        await asyncio.gather(driver(), *(stream_loop(i) for i in range(streams)))
+
+    def window_gaps(start: float, end: float) -> list[float]:
+        return [g for t, g in arrivals if start + 0.2 <= t < end]
+
+    out: dict[str, Any] = {}
+    for kind in [*REFUSAL_KINDS, "back_to_back"]:
+        mine = [p for p in periods if p[0] == kind]
+        pairs = list(zip(mine[0::2], mine[1::2], strict=True))
+        p50, p99, refused, off_all, on_all = [], [], Counter[int](), [], []
+        for off, on in pairs:
+            g_off, g_on = window_gaps(off[2], off[3]), window_gaps(on[2], on[3])
+            off_all += g_off
+            on_all += g_on
+            refused.update(on[4])
+            if g_off and g_on:
+                p50.append(_pct(g_on, 0.5) / _pct(g_off, 0.5))
+                p99.append(_pct(g_on, 0.99) / _pct(g_off, 0.99))
+        out[kind] = {
+            "refused": dict(refused),
+            "tokens_off": len(off_all),
+            "tokens_on": len(on_all),
+            "itl_p50_ms_off": _pct(off_all, 0.5) * 1e3,
+            "itl_p50_ms_on": _pct(on_all, 0.5) * 1e3,
+            "itl_p99_ms_off": _pct(off_all, 0.99) * 1e3,
+            "itl_p99_ms_on": _pct(on_all, 0.99) * 1e3,
+            "p50_ratio": statistics.median(p50) if p50 else float("nan"),
+            "p99_ratio": statistics.median(p99) if p99 else float("nan"),
+        }
     return out
 
 
 def refusal_table(out: dict[str, Any]) -> str:
     """The refusal phase as markdown."""
     lines = [
-        "| window | refusals (status: count) | tokens | ITL p50 ms | ITL p99 ms | p50 vs alone | p99 vs alone |",
+        "| refused constraints | refusals (status: count) | tokens without / with | ITL p50 ms without / with "
+        "| ITL p99 ms without / with | p50 ratio (median of rounds) | p99 ratio |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for name, row in out.items():
+    for kind, row in out.items():
         lines.append(
-            f"| {name} | {row.get('refused', '')} | {row['gaps']} | {row['itl_p50_ms']:.1f} | "
-            f"{row['itl_p99_ms']:.1f} | {row.get('p50_ratio', 1):.2f} | {row.get('p99_ratio', 1):.2f} |"
+            f"| {kind} | {row['refused']} | {row['tokens_off']} / {row['tokens_on']} | "
+            f"{row['itl_p50_ms_off']:.1f} / {row['itl_p50_ms_on']:.1f} | "
+            f"{row['itl_p99_ms_off']:.1f} / {row['itl_p99_ms_on']:.1f} | "
+            f"{row['p50_ratio']:.2f} | {row['p99_ratio']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -462,7 +505,7 @@ def damage_cache(folder: Path, rng: random.Random) -> Counter[str]:
 async def phase_cache(base: str, folder: Path, options: list[str], count: int) -> dict[str, Any]:
     """A damaged cache, a second server on it, both given the same known and new schemas."""
     damaged = damage_cache(folder / "grammars", random.Random(3))
-    other, other_base = start_server(["--cache-dir", str(folder), *options])
+    other, other_base = start_server(["--cache-dir", str(folder), *options], folder / "second.log")
     try:
         known = SCHEMAS
         fresh = [_new_schema("shared") for _ in range(count)]
@@ -536,10 +579,39 @@ async def phase_sigterm(
     return {"streams": streams, "finished": finished, "exit": code, "drain_s": time.perf_counter() - t0}
 
 
-def start_server(options: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """``tokensieve serve`` on a free port, waited for; its address without ``/v1``."""
-    proc, v1 = _start_server(16, options)  # a --max-batch in ``options`` comes later and wins
-    return proc, v1.removesuffix("/v1")
+def start_server(options: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``tokensieve serve`` on a free port, its output in ``log``, waited for."""
+    port = _free_port()
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tokensieve",
+                "serve",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                *options,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(base + "/health", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    if proc.poll() is None:
+        proc.kill()
+    raise RuntimeError(
+        f"the server did not start ({proc.wait()}):\n{log.read_text(errors='replace')[-3000:]}"
+    )
 
 
 def load_table(load: dict[str, Any]) -> str:
@@ -575,12 +647,15 @@ def load_table(load: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def memory_table(memory: list[tuple[float, int, int]], rows: int = 8) -> str:
+def memory_table(memory: list[Sample], rows: int = 10) -> str:
     """RSS at evenly spaced times, as markdown."""
-    lines = ["| time s | server RSS MiB | with compile processes MiB |", "|---:|---:|---:|"]
+    lines = [
+        "| time s | server RSS MiB | with compile processes MiB | compiled constraints kept MiB |",
+        "|---:|---:|---:|---:|",
+    ]
     step = max(1, len(memory) // rows)
-    for t, own, total in memory[::step] + ([memory[-1]] if len(memory) % step != 1 else []):
-        lines.append(f"| {t:.0f} | {own / 1024:.0f} | {total / 1024:.0f} |")
+    for t, own, total, kept in memory[::step] + ([memory[-1]] if (len(memory) - 1) % step else []):
+        lines.append(f"| {t:.0f} | {own / 1024:.0f} | {total / 1024:.0f} | {kept / 1024:.0f} |")
     return "\n".join(lines)
 
 
@@ -593,29 +668,48 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--phases", default="load,flood,refusal,cache,sigterm")
     p.add_argument("--flood", type=int, default=200, help="new schemas sent at once in the flood phase")
     p.add_argument("--batch-clients", type=int, default=12, help="streams in the refusal phase")
-    p.add_argument("--window", type=float, default=15.0, help="seconds of each refusal-phase window")
+    p.add_argument("--window", type=float, default=5.0, help="seconds of each refusal-phase window")
+    p.add_argument("--rounds", type=int, default=3, help="pairs of windows per kind of refusal")
     p.add_argument("--refusal-every", type=float, default=0.5, help="seconds between paced refusals")
     p.add_argument("--serve-options", default="--max-batch 16 --max-queue 64")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--mix", default="", help="weights to change, as kind=weight,... (default " + str(MIX) + ")"
+    )
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = p.parse_args(argv)
     phases = args.phases.split(",")
+    mix = dict(MIX)
+    for item in filter(None, args.mix.split(",")):
+        kind, _, weight = item.partition("=")
+        if kind not in MIX:
+            p.error(f"--mix: no kind {kind!r} (kinds: {', '.join(MIX)})")
+        mix[kind] = int(weight)
     from tokensieve.runtime import cache_root
 
     folder = Path(tempfile.mkdtemp(prefix="serve-load-"))
     (folder / "models").symlink_to(cache_root() / "models", target_is_directory=True)
     options = args.serve_options.split()
-    proc, base = start_server(["--cache-dir", str(folder), *options])
+    proc, base = start_server(["--cache-dir", str(folder), *options], folder / "server.log")
     report: dict[str, Any] = {"command": " ".join([Path(sys.argv[0]).name, *(argv or sys.argv[1:])])}
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    def run(name: str, work: Any, render: Any = None) -> None:
+        try:
+            report[name] = work()
+        except Exception as exc:  # a phase that fails is reported, and the others still run
+            report[name] = {"failed": f"{type(exc).__name__}: {exc}"}
+            render = None
+        text = render(report[name]) if render is not None else json.dumps(report[name])
+        print(f"## {name}\n\n{text}\n", flush=True)
+
     try:
         if "load" in phases:
             say(f"load: {args.clients} clients for {args.duration:.0f} s")
             load = asyncio.run(
-                phase_load(base, proc.pid, args.clients, args.duration, args.max_tokens, args.seed)
+                phase_load(base, proc.pid, args.clients, args.duration, args.max_tokens, args.seed, mix)
             )
             report["memory"] = judge_memory(load["memory"])
             print("## load\n\n" + load_table(load) + "\n\n" + memory_table(load["memory"]))
@@ -630,22 +724,29 @@ def main(argv: list[str] | None = None) -> int:
             }
         if "flood" in phases:
             say(f"flood: {args.flood} new schemas at once")
-            report["flood"] = asyncio.run(phase_flood(base, args.flood))
-            print(f"## flood\n\n{json.dumps(report['flood'])}\n", flush=True)
+            before = _rss_kib(proc.pid)
+
+            def flood() -> dict[str, Any]:
+                out = asyncio.run(phase_flood(base, args.flood))
+                out["rss_growth_mib"] = (_rss_kib(proc.pid) - before) / 1024
+                return out
+
+            run("flood", flood)
         if "refusal" in phases:
-            say(f"refusal: {args.batch_clients} streams, windows of {args.window:.0f} s")
-            report["refusal"] = asyncio.run(
-                phase_refusal(base, args.batch_clients, args.window, 64, args.refusal_every)
+            say(f"refusal: {args.batch_clients} streams, {args.rounds} rounds of {args.window:.0f} s windows")
+            run(
+                "refusal",
+                lambda: asyncio.run(
+                    phase_refusal(base, args.batch_clients, args.window, args.rounds, 64, args.refusal_every)
+                ),
+                refusal_table,
             )
-            print("## refusal\n\n" + refusal_table(report["refusal"]) + "\n", flush=True)
         if "cache" in phases:
             say("cache: damage every entry, second server on the same folder")
-            report["cache"] = asyncio.run(phase_cache(base, folder, options, 6))
-            print(f"## cache\n\n{json.dumps(report['cache'])}\n", flush=True)
+            run("cache", lambda: asyncio.run(phase_cache(base, folder, options, 6)))
         if "sigterm" in phases:
             say("sigterm: streams in flight")
-            report["sigterm"] = asyncio.run(phase_sigterm(proc, base, 16, 48))
-            print(f"## sigterm\n\n{json.dumps(report['sigterm'])}\n", flush=True)
+            run("sigterm", lambda: asyncio.run(phase_sigterm(proc, base, 16, 48)))
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

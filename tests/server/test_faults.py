@@ -191,12 +191,13 @@ import hashlib, json, sys
 sys.path.insert(0, {tests!r})
 from server.test_faults import _compile, _walk_masks, tiny_info
 from tokensieve import GrammarCompiler
+from tokensieve.compile.disk_cache import code_digest
 compiler = GrammarCompiler(tiny_info(), cache_dir={folder!r})
 out = {{}}
 for which in {order!r}:
     masks = [_walk_masks(_compile(compiler, which), s) for s in range(3)]
     out[which] = hashlib.sha256(repr(masks).encode()).hexdigest()
-print(json.dumps([out, compiler.disk_cache.hits, compiler.disk_cache.misses]))
+print(json.dumps([out, compiler.disk_cache.hits, compiler.disk_cache.misses, code_digest()]))
 """
 
 
@@ -204,6 +205,7 @@ def test_two_processes_share_one_cache_directory(tmp_path: Path, plain: dict[str
     import hashlib
 
     env = {**os.environ, "PYTHONHASHSEED": "random"}
+    digests: set[str] = set()
     orders = [["a", "schema", "grammar", "b"], ["grammar", "b", "schema", "a"]]
     for _ in range(2):  # the first round writes the entries at the same time, the second reads them
         procs = [
@@ -221,10 +223,12 @@ def test_two_processes_share_one_cache_directory(tmp_path: Path, plain: dict[str
             out, err = p.communicate(timeout=300)
             assert p.returncode == 0, err
             results.append(json.loads(out.strip().splitlines()[-1]))
-        for masks, _, _ in results:
+        digests.update(r[3] for r in results)
+        for masks, *_ in results:
             for which, digest in masks.items():
                 assert digest == hashlib.sha256(repr(plain[which]).encode()).hexdigest(), which
-    assert sum(hits for _, hits, _ in results) == 8  # the second round read every entry
+    if len(digests) == 1:  # (source files edited between the rounds key new entries)
+        assert sum(r[1] for r in results) == 8  # the second round read every entry
     assert len(_entries(tmp_path)) == 4 and not list(tmp_path.glob(".*.tmp"))
 
 
@@ -260,6 +264,25 @@ def test_compile_queue_is_bounded_and_429_past_it() -> None:
         assert not cached and later.result(30).grammar == "grammar"
     finally:
         release.set()
+        cache.shutdown()
+
+
+def test_compiled_constraints_kept_within_their_memory_bound(info: TokenizerInfo) -> None:
+    patterns = [f"[a-z]{{{n},{n + 20}}}@(example|test)\\.(com|org)" for n in range(1, 7)]
+    plain = GrammarCompiler(info, cache_enabled=False)
+    sizes = [plain.compile_regex(p).memory_size_bytes for p in patterns]
+    bound = sizes[-1] + sizes[-2] + sizes[-3] // 2  # room for the last two, not three
+    compiler = GrammarCompiler(info, cache_enabled=False)
+    cache = ConstraintCache(compiler, max_bytes=bound)
+    try:
+        specs = [_spec(guided_regex=p) for p in patterns]
+        for spec in specs:
+            asyncio.run(cache.get(spec))
+        assert cache.memory_bytes() <= bound
+        assert cache.memory_bytes() > bound - sizes[-3]  # nothing more than needed went
+        assert [cache.submit(s)[1] for s in reversed(specs[-2:])] == [True, True]  # kept
+        assert not cache.submit(specs[0])[1]  # evicted: compiled again
+    finally:
         cache.shutdown()
 
 

@@ -95,8 +95,9 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
         from ..compile import GrammarCompiler
         from ..runtime import cache_root
 
+        # the compiled constraints are kept by the ConstraintCache, within its memory bound
         compiler = GrammarCompiler(
-            model.tokenizer_info, cache_dir=cache_root(config.cache_dir) / "grammars", max_cached_grammars=512
+            model.tokenizer_info, cache_dir=cache_root(config.cache_dir) / "grammars", cache_enabled=False
         )
         cache = ConstraintCache(
             compiler,
@@ -105,6 +106,7 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
             on_compiled=on_compiled,
             processes=config.compile_processes,
             max_pending=config.max_compile_queue,
+            max_bytes=config.constraint_cache_mib << 20,
             retry_after_s=config.retry_after_s,
         )
         context = int(getattr(eng, "max_len", 0) or 0) or int(
@@ -145,7 +147,8 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
     @app.get("/health")
     async def health() -> dict[str, Any]:
         s = state()
-        return {"status": "ok", "model": s.model_id, "engine": s.engine.stats()}
+        kept = {"compiling": s.constraints.pending, "memory_bytes": s.constraints.memory_bytes()}
+        return {"status": "ok", "model": s.model_id, "engine": s.engine.stats(), "constraints": kept}
 
     @app.get("/metrics")
     async def metrics() -> Response:

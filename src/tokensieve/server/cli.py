@@ -96,6 +96,13 @@ def add_serve_parser(commands: Any) -> None:
         help="most constraint compiles running or waiting at once (429 beyond)",
     )
     limits.add_argument(
+        "--constraint-cache-mib",
+        type=int,
+        default=_DEFAULTS.constraint_cache_mib,
+        metavar="MIB",
+        help="memory the compiled constraints kept in memory may hold (least recently used go first)",
+    )
+    limits.add_argument(
         "--compile-processes",
         type=int,
         default=_DEFAULTS.compile_processes,
@@ -128,6 +135,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         "default_max_tokens",
         "max_body_bytes",
         "max_compile_queue",
+        "constraint_cache_mib",
     ):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be at least 1")
@@ -155,6 +163,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         weights=args.weights,
         compile_processes=args.compile_processes,
         max_compile_queue=args.max_compile_queue,
+        constraint_cache_mib=args.constraint_cache_mib,
     )
 
 

@@ -45,6 +45,9 @@ class ServerConfig:
     max_compile_queue
         Most constraint compiles running or waiting at once; a request
         needing a new compile past it gets 429 with ``Retry-After``.
+    constraint_cache_mib
+        Memory the compiled constraints kept for later requests may hold
+        (automata and token masks); least recently used go first beyond it.
     compile_processes
         Processes that build new constraints' automata beside the engine
         (``0``: all compile work in this process; see
@@ -75,6 +78,7 @@ class ServerConfig:
     compile_timeout_s: float = 60.0
     compile_workers: int = 2
     max_compile_queue: int = 32
+    constraint_cache_mib: int = 1024
     compile_processes: int = 1
     closed_objects: bool = True
     retry_after_s: int = 1

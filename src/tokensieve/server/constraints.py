@@ -352,6 +352,11 @@ class ConstraintCache:
         Compile threads (a compile never runs on the event loop).
     max_entries
         Compiled constraints kept (least recently used go first).
+    max_bytes
+        Memory the kept constraints may hold (their automata and the token
+        masks computed so far, as ``memory_size_bytes`` counts them); past
+        it, after a new compile, the least recently used go first
+        (``None``: no bound).
     timeout_s
         Longest a request waits for its constraint's compile; past it the
         request fails with a 400 naming the limit (the compile goes on and
@@ -387,11 +392,13 @@ class ConstraintCache:
         processes: int = 0,
         max_pending: int | None = None,
         retry_after_s: int = 1,
+        max_bytes: int | None = None,
     ) -> None:
         self.compiler = compiler
         self.timeout_s = timeout_s
         self.max_entries = max_entries
         self.max_pending = max_pending
+        self.max_bytes = max_bytes
         self.retry_after_s = retry_after_s
         self._pending = 0
         self._on_compiled = on_compiled
@@ -475,6 +482,31 @@ class ConstraintCache:
     def _finished(self, fut: concurrent.futures.Future[Compiled]) -> None:
         with self._lock:
             self._pending -= 1
+            self._evict()
+
+    def memory_bytes(self) -> int:
+        """Memory held by the compiled constraints kept."""
+        with self._lock:
+            return sum(size for _, size in self._sizes())
+
+    def _sizes(self) -> list[tuple[str, int]]:
+        found = []
+        for key, fut in self._entries.items():
+            if fut.done() and fut.exception() is None:
+                found.append((key, int(getattr(fut.result().grammar, "memory_size_bytes", 0))))
+        return found
+
+    def _evict(self) -> None:
+        """Drop the least recently used compiled constraints while they hold more than ``max_bytes``."""
+        if self.max_bytes is None:
+            return
+        sizes = self._sizes()
+        total = sum(size for _, size in sizes)
+        for key, size in sizes[:-1]:  # the most recent one stays, whatever its size
+            if total <= self.max_bytes:
+                break
+            del self._entries[key]
+            total -= size
 
     def _run(self, spec: ConstraintSpec) -> Compiled:
         t0 = time.perf_counter()
