@@ -54,9 +54,9 @@ from vocabs import VOCAB_NAMES, load_vocab
 #: (phase, module, attribute path) of every wrapped function; a phase may have several
 WRAPPED: tuple[tuple[str, str, str], ...] = (
     ("lower", "tokensieve.grammar.json_schema", "schema_to_grammar"),
-    ("leaf automata", "tokensieve.grammar.json_schema._lexical", "ir_to_dfa"),
-    ("leaf automata", "tokensieve.grammar.json_schema._lexical", "layered_intersection"),
-    ("leaf automata", "tokensieve.grammar.json_schema._lexical", "cached_counted_repeat"),
+    ("leaf automata", "tokensieve.grammar.json_automata", "ir_to_dfa"),
+    ("leaf automata", "tokensieve.grammar.json_automata", "layered_intersection"),
+    ("leaf automata", "tokensieve.grammar.json_automata", "cached_counted_repeat"),
     ("leaf automata", "tokensieve.grammar.json_schema._other_keys", "ir_to_dfa"),
     ("leaf automata", "tokensieve.grammar.json_schema._unique", "ir_to_dfa"),
     ("leaf automata", "tokensieve.automata.ops", "ir_intersect"),

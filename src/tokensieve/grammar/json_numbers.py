@@ -22,14 +22,9 @@ without exponent. An empty range gives :data:`~tokensieve.ir.nodes.NOTHING`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from decimal import Decimal
 from fractions import Fraction
 
-import numpy as np
-
-from ..automata.dfa import ByteDFA
-from ..automata.ops import dfa_to_ir, ir_intersect
 from ..errors import LimitExceeded
 from ..ir.nodes import (
     EMPTY,
@@ -42,10 +37,11 @@ from ..ir.nodes import (
     literal,
     optional,
     plus,
-    repeat,
     star,
 )
 from ..limits import Limits
+from .json_automata import intersect_multiples
+from .json_digits import decimal_digit, digit_runs, fixed_width_range, natural_digits
 
 __all__ = [
     "Bound",
@@ -87,135 +83,6 @@ JSON_INTEGER = concat(optional(_MINUS), _NATURAL)
 
 
 # ------------------------------------------------------------- digit ranges
-def _decimal_digit(lo: int, hi: int) -> Node:
-    return char_class([(0x30 + lo, 0x30 + hi)])
-
-
-def fixed_width_range(
-    lo: int, hi: int, width: int, *, base: int = 10, digit: Callable[[int, int], Node] | None = None
-) -> Node:
-    """Numerals of exactly ``width`` digits (leading zeros included) whose value lies in ``lo..hi``.
-
-    Parameters
-    ----------
-    lo, hi
-        Inclusive bounds, ``0 <= lo``, ``hi < base**width``.
-    width
-        Number of digits.
-    base
-        The radix.
-    digit
-        ``digit(a, b)`` is the IR of one digit with a value in ``a..b``
-        (default: decimal ASCII digits).
-
-    Returns
-    -------
-    Node
-        IR of size proportional to ``width``; :data:`NOTHING` when ``lo > hi``.
-    """
-    if digit is None:
-        digit = _decimal_digit
-    if lo > hi:
-        return NOTHING
-    if lo < 0 or hi >= base**width:
-        raise ValueError(f"range {lo}..{hi} does not fit {width} base-{base} digits")
-    lo_d = _to_digits(lo, width, base)
-    hi_d = _to_digits(hi, width, base)
-    return _tight_range(lo_d, hi_d, base, digit)
-
-
-def _to_digits(value: int, width: int, base: int) -> list[int]:
-    if base == 10:
-        text = str(value).rjust(width, "0") if value else "0" * width
-        return [ord(c) - 0x30 for c in text]
-    out = [0] * width
-    for i in range(width - 1, -1, -1):
-        value, out[i] = divmod(value, base)
-    return out
-
-
-def _tight_range(
-    lo_d: Sequence[int], hi_d: Sequence[int], base: int, digit: Callable[[int, int], Node]
-) -> Node:
-    """Fixed-width numerals between two digit lists of the same length, built from the right."""
-    width = len(lo_d)
-    top = base - 1
-    # lo tail all zeros / hi tail all top: the tight flag can be dropped from position i on
-    lo_free = [False] * (width + 1)
-    hi_free = [False] * (width + 1)
-    lo_free[width] = hi_free[width] = True
-    for i in range(width - 1, -1, -1):
-        lo_free[i] = lo_free[i + 1] and lo_d[i] == 0
-        hi_free[i] = hi_free[i + 1] and hi_d[i] == top
-    any_digit = digit(0, top)
-    # state nodes for position i+1: index (tight_lo, tight_hi)
-    nxt: dict[tuple[bool, bool], Node] = {(a, b): EMPTY for a in (False, True) for b in (False, True)}
-    for i in range(width - 1, -1, -1):
-        cur: dict[tuple[bool, bool], Node] = {}
-        for tl in (False, True):
-            for th in (False, True):
-                if (tl and lo_free[i]) or (th and hi_free[i]):
-                    continue  # filled from the equivalent looser state below
-                if not tl and not th:
-                    cur[(tl, th)] = repeat(any_digit, width - i, width - i)
-                    continue
-                a = lo_d[i] if tl else 0
-                b = hi_d[i] if th else top
-                if a > b:
-                    cur[(tl, th)] = NOTHING
-                    continue
-                targets = [
-                    _state(nxt, tl and d == lo_d[i], th and d == hi_d[i], lo_free, hi_free, i + 1)
-                    for d in range(a, b + 1)
-                ]
-                cur[(tl, th)] = _digit_runs(a, digit, targets)
-        nxt = cur
-    return _state(nxt, True, True, lo_free, hi_free, 0)
-
-
-def _digit_runs(a: int, digit: Callable[[int, int], Node], targets: list[Node]) -> Node:
-    """Union over digits ``d = a + j`` of ``digit(d) targets[j]``, runs of equal targets merged."""
-    parts: list[Node] = []
-    j = 0
-    while j < len(targets):
-        t = targets[j]
-        e = j
-        while e + 1 < len(targets) and targets[e + 1] is t:
-            e += 1
-        parts.append(concat(digit(a + j, a + e), t))
-        j = e + 1
-    return alt(*parts)
-
-
-def _state(
-    nodes: dict[tuple[bool, bool], Node], tl: bool, th: bool, lo_free: list[bool], hi_free: list[bool], i: int
-) -> Node:
-    tl = tl and not lo_free[i]
-    th = th and not hi_free[i]
-    return nodes[(tl, th)]
-
-
-def _natural_digits(lo: int, hi: int | None) -> Node:
-    """Decimal numerals without leading zeros (``0`` itself allowed) with a value in ``lo..hi``."""
-    if hi is not None and lo > hi:
-        return NOTHING
-    lo = max(lo, 0)
-    len_lo = len(str(lo))
-    parts: list[Node] = []
-    top_lo = 10**len_lo - 1
-    first_lo = max(lo, 10 ** (len_lo - 1)) if len_lo > 1 else lo
-    parts.append(fixed_width_range(first_lo, top_lo if hi is None else min(hi, top_lo), len_lo))
-    if hi is None:
-        parts.append(concat(_NONZERO, repeat(_DIGIT, len_lo, None)))
-    else:
-        len_hi = len(str(hi))
-        if len_hi - len_lo >= 2:
-            parts.append(concat(_NONZERO, repeat(_DIGIT, len_lo, len_hi - 2)))
-        if len_hi > len_lo:
-            parts.append(fixed_width_range(10 ** (len_hi - 1), hi, len_hi))
-    return alt(*parts)
-
-
 def digits_range(lo: int | None, hi: int | None) -> Node:
     """JSON integer texts (``-?(0|[1-9][0-9]*)``, ``-0`` meaning 0) with a value in ``lo..hi``.
 
@@ -237,12 +104,12 @@ def _integer_texts(lo: int | None, hi: int | None, *, fraction: bool) -> Node:
         return NOTHING
     parts: list[Node] = []
     if hi is None or hi >= 0:
-        parts.append(_natural_digits(0 if lo is None or lo < 0 else lo, hi))
+        parts.append(natural_digits(0 if lo is None or lo < 0 else lo, hi))
     if lo is None or lo <= 0:
         # "-" k with -k in lo..hi, k >= 0 ("-0" is zero)
         neg_lo = 0 if hi is None or hi > 0 else -hi
         neg_hi = None if lo is None else -lo
-        parts.append(concat(_MINUS, _natural_digits(neg_lo, neg_hi)))
+        parts.append(concat(_MINUS, natural_digits(neg_lo, neg_hi)))
     body = alt(*parts)
     if fraction and not is_nothing(body):
         body = concat(body, optional(concat(_DOT, plus(_ZERO))))
@@ -455,69 +322,7 @@ def _integer_multiples(
         body = alt(*texts)
         return concat(body, optional(concat(_DOT, plus(_ZERO)))) if fraction else body
     base = _integer_texts(lo, hi, fraction=fraction)
-    return _intersect_multiples(base, k, 0, limits)
-
-
-def _multiples_dfa(p: int, j: int) -> ByteDFA:
-    """Number texts ``-?(0|[1-9][0-9]*)(\\.[0-9]+)?`` whose value is a multiple of ``p / 10**j``.
-
-    The value times ``10**j`` must be an integer divisible by ``p``: the states
-    follow the remainder modulo ``p`` of the digits read so far, and in the
-    fraction also how many digits were read (up to ``j``; later digits must be 0).
-    """
-    digits = np.arange(10, dtype=np.int64)
-    residues = np.arange(p, dtype=np.int64)
-    start, minus, zero = 0, 1, 2
-    int_base = 3  # int_base + r: integer part read, remainder r
-    frac_base = int_base + p  # frac_base + i * p + r: "." and i fraction digits read, remainder r
-    tail = frac_base + (j + 1) * p  # more than j fraction digits, all of them zeros past the j-th
-    num_states = tail + 1
-    src: list[np.ndarray] = []
-    byt: list[np.ndarray] = []
-    dst: list[np.ndarray] = []
-
-    def add(s: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
-        src.append(np.asarray(s, dtype=np.int64).ravel())
-        byt.append(np.asarray(b, dtype=np.int64).ravel())
-        dst.append(np.asarray(t, dtype=np.int64).ravel())
-
-    for first in (start, minus):
-        if first == start:
-            add(np.array([start]), np.array([0x2D]), np.array([minus]))
-        add(np.array([first]), np.array([0x30]), np.array([zero]))
-        add(np.full(9, first), 0x30 + digits[1:], int_base + digits[1:] % p)
-    # integer part: r -> (10 r + d) mod p; "." keeps r
-    grid_r, grid_d = np.meshgrid(residues, digits, indexing="ij")
-    add(int_base + grid_r, 0x30 + grid_d, int_base + (10 * grid_r + grid_d) % p)
-    add(int_base + residues, np.full(p, 0x2E), frac_base + residues)
-    add(np.array([zero]), np.array([0x2E]), np.array([frac_base]))
-    # fraction digits 1..j: remainder updated; beyond j only zeros, and only with remainder 0
-    for i in range(j):
-        add(frac_base + i * p + grid_r, 0x30 + grid_d, frac_base + (i + 1) * p + (10 * grid_r + grid_d) % p)
-    add(np.array([frac_base + j * p, tail]), np.array([0x30, 0x30]), np.array([tail, tail]))
-    e_src = np.concatenate(src)
-    e_byte = np.concatenate(byt)
-    e_dst = np.concatenate(dst)
-    order = np.lexsort((e_byte, e_src))
-    accepting = np.zeros(num_states, dtype=bool)
-    accepting[zero] = True
-    accepting[int_base + residues] = (residues * pow(10, j, p)) % p == 0
-    for i in range(1, j + 1):
-        accepting[frac_base + i * p + residues] = (residues * pow(10, j - i, p)) % p == 0
-    accepting[tail] = True
-    return ByteDFA.from_edges(num_states, (e_src[order], e_byte[order], e_dst[order]), accepting, start)
-
-
-def _intersect_multiples(base: Node, p: int, j: int, limits: Limits | None) -> Node:
-    """``base`` restricted to values that are multiples of ``p / 10**j``."""
-    limits = limits or Limits()
-    if is_nothing(base):
-        return NOTHING
-    if (p + 1) * (j + 2) > limits.max_dfa_states:
-        raise NotImplementedError(
-            f"a multiple_of step of {p}/10**{j} needs more than {limits.max_dfa_states} automaton states"
-        )
-    return ir_intersect(base, dfa_to_ir(_multiples_dfa(p, j)), limits)
+    return intersect_multiples(base, k, 0, limits)
 
 
 # ----------------------------------------------------------------- numbers
@@ -586,7 +391,7 @@ def _fraction_digits(
                 a = lo_at(i) if tl else 0
                 b = min(hi_at(i) if th else 9, allowed_top)
                 targets = [nxt[(tl and d == lo_at(i), th and d == hi_at(i))] for d in range(a, b + 1)]
-                body = _digit_runs(a, _decimal_digit, targets)
+                body = digit_runs(a, decimal_digit, targets)
                 if i == 0:
                     if (tl, th) == (lo is not None, hi is not None):
                         first = body
@@ -613,14 +418,14 @@ def _nonneg_numbers(
     if upper is None:
         return alt(
             concat(literal(str(a_int)), _fraction_suffix(a_frac, lower[1], None, False, max_decimals)),
-            concat(_natural_digits(a_int + 1, None), any_frac),
+            concat(natural_digits(a_int + 1, None), any_frac),
         )
     b_int, b_frac = _split_decimal(upper[0])
     if a_int == b_int:
         return concat(literal(str(a_int)), _fraction_suffix(a_frac, lower[1], b_frac, upper[1], max_decimals))
     parts = [concat(literal(str(a_int)), _fraction_suffix(a_frac, lower[1], None, False, max_decimals))]
     if b_int - a_int >= 2:
-        parts.append(concat(_natural_digits(a_int + 1, b_int - 1), any_frac))
+        parts.append(concat(natural_digits(a_int + 1, b_int - 1), any_frac))
     parts.append(concat(literal(str(b_int)), _fraction_suffix(None, False, b_frac, upper[1], max_decimals)))
     return alt(*parts)
 
@@ -728,7 +533,7 @@ def json_number(
     if scaled is None:
         return body
     try:
-        return _intersect_multiples(body, scaled[0], scaled[1], limits)
+        return intersect_multiples(body, scaled[0], scaled[1], limits)
     except NotImplementedError:
         return None
 

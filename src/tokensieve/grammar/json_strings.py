@@ -30,7 +30,6 @@ import dataclasses
 from collections.abc import Iterable
 from functools import lru_cache
 
-from ..automata.counted import cached_counted_repeat
 from ..errors import GrammarError
 from ..ir.nodes import (
     EMPTY,
@@ -53,7 +52,8 @@ from ..ir.nodes import (
     star,
 )
 from ..limits import Limits
-from .json_numbers import fixed_width_range
+from .json_automata import counted
+from .json_digits import fixed_width_range
 from .lookahead import build_lookaheads, find_lookaheads
 from .regex import check_pattern_length, parse_regex
 
@@ -260,7 +260,7 @@ def _counted_class(item: Node, content: Node, low: int, high: int | None, limits
         or len(item.ranges) <= _COUNTED_CLASS_RANGES
     ):
         return None
-    return cached_counted_repeat(content, low, high, limits)
+    return counted(content, low, high, limits)
 
 
 def _content(node: Node, memo: dict[Node, Node], limits: Limits) -> Node:

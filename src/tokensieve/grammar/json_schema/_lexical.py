@@ -2,7 +2,8 @@
 
 The string, number and format languages come from :mod:`tokensieve.grammar.json_strings`,
 :mod:`tokensieve.grammar.json_numbers` and :mod:`tokensieve.grammar.json_formats`;
-products and differences of string languages from :mod:`tokensieve.automata.ops`.
+the automata built from them, and their products and differences, from
+:mod:`tokensieve.grammar.json_automata`.
 """
 
 from __future__ import annotations
@@ -10,21 +11,14 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..._memo import BoundedMemo
-from ...automata import ops as _ops
 from ...automata.blank_runs import BLANK
-from ...automata.build import ir_to_dfa
-from ...automata.counted import blank_run, cached_counted_repeat
-from ...automata.layered_product import layered_intersection
-from ...automata.splice import SPLICE_MIN_STATES
+from ...automata.counted import blank_run
 from ...ir.nodes import (
     EMPTY,
     NOTHING,
-    Automaton,
     Node,
     RuleRef,
     byte_class,
@@ -40,62 +34,16 @@ from ...limits import Limits
 from .. import json_formats as _formats
 from .. import json_numbers as _numbers
 from .. import json_strings as _strings
+from ..json_automata import counted, embedded
+from ..json_automata import difference as difference
+from ..json_automata import intersect as intersect
+from ..json_automata import is_empty as is_empty
 
 alt = _alt
 
 WS_CHAR = BLANK
 _DIGIT = byte_class([(0x30, 0x39)])
 _DIGIT19 = byte_class([(0x31, 0x39)])
-#: results of automaton operations kept for reuse (by operation, operands and limits)
-_OP_CACHE_ENTRIES = 64
-#: results larger than this many automaton states are not kept
-_OP_CACHE_MAX_STATES = 50_000
-_op_cache: BoundedMemo[Node] = BoundedMemo(max_entries=_OP_CACHE_ENTRIES)
-
-
-def _cached_op(name: str, fn: Callable[[Node, Node, Any], Node], x: Node, y: Node, limits: Any) -> Node:
-    """``fn(x, y, limits)``, remembered per process.
-
-    The same string constraints recur across the properties of a schema, across
-    schemas (``format: email`` with ``maxLength: 254`` is everywhere) and
-    across the lenient compiler's attempts, and their products cost seconds.
-    """
-    key = (name, x, y, limits)
-    hit = _op_cache.get(key)
-    if hit is not None:
-        return hit
-    result = fn(x, y, limits)
-    if getattr(result, "num_states", 0) <= _OP_CACHE_MAX_STATES:
-        _op_cache.put(key, result)
-    return result
-
-
-def intersect(x: Node, y: Node, limits: Any) -> Node:
-    """Intersection of two regular IR languages."""
-    return _cached_op("intersect", _intersect, x, y, limits)
-
-
-def _intersect(x: Node, y: Node, limits: Any) -> Node:
-    """A length-bounded string and another string language by layers, when that works
-    (:mod:`tokensieve.automata.layered_product`); else the general product."""
-    for a, b in ((x, y), (y, x)):
-        if isinstance(a, Automaton):
-            built = layered_intersection(a, b, limits)
-            if built is not None:
-                return built
-    return _ops.ir_intersect(x, y, limits)
-
-
-def difference(x: Node, y: Node, limits: Any) -> Node:
-    """``x`` minus ``y``."""
-    return _cached_op("difference", _ops.ir_difference, x, y, limits)
-
-
-def is_empty(node: Node, limits: Any) -> bool:
-    """Whether a regular IR language is empty."""
-    if is_nothing(node):
-        return True
-    return bool(_ops.is_empty_ir(node, limits))
 
 
 # ------------------------------------------------------------------ strings
@@ -114,7 +62,7 @@ def any_string_content() -> Node:
     and determinise again; the automaton's 25 states go in as they are (a
     closed object of a few string properties: about 0.7 of its compile time).
     """
-    return _ops.dfa_to_ir(ir_to_dfa(star(string_char())))
+    return embedded(star(string_char()))
 
 
 #: automaton states per character of a length-bounded string (every spelling of a character:
@@ -130,11 +78,9 @@ COUNTED_FROM = 8
 def string_length(min_length: int, max_length: int | None, limits: Any = None) -> Node:
     """Content of strings of ``min_length`` to ``max_length`` characters."""
     if max(min_length, max_length or 0) >= COUNTED_FROM and (max_length is None or max_length >= min_length):
-        counted = cached_counted_repeat(
-            _strings.json_string_char(), min_length, max_length, limits or Limits()
-        )
-        if counted is not None:
-            return counted
+        built = counted(_strings.json_string_char(), min_length, max_length, limits or Limits())
+        if built is not None:
+            return built
     return _strings.json_string_length(min_length, max_length)
 
 
@@ -164,9 +110,7 @@ def format_content(name: str) -> Node | None:
     node = _formats.format_content(name)
     if node is None:
         return None
-    content = content_of(node)
-    dfa = ir_to_dfa(content)
-    return _ops.dfa_to_ir(dfa) if dfa.num_states >= SPLICE_MIN_STATES else content
+    return embedded(content_of(node), large_only=True)
 
 
 def quoted(content: Node) -> Node:
