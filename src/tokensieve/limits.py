@@ -91,11 +91,11 @@ class Limits:
         multiply. Raises.
     max_schema_branches
         Members of one ``anyOf`` or ``oneOf`` (default 1,000), counted before
-        any is lowered: each member is lowered and built into the automaton on
-        its own (a thousand one-property objects already cost more than
-        ``max_compile_work``). Members with ``const`` or ``enum`` are not
-        counted: they cost what their values' text costs, as an ``enum``
-        does. Raises.
+        any is lowered: each member is lowered, inlined and determinised on
+        its own, so the work grows with their number (a thousand
+        one-property objects take seconds). Members with ``const`` or
+        ``enum`` are not counted: they cost what their values' text costs, as
+        an ``enum`` does. Raises.
     max_schema_indirection
         How deep the checks of concrete values against subschemas (``enum``
         members, property names), negations and ``unevaluated*`` annotations
