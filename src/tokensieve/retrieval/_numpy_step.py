@@ -1,7 +1,8 @@
 """The batched step on numpy arrays.
 
-Every function works on all rows at once with a fixed, small number of numpy
-calls; at 100-odd rows one call costs 0.3-1 µs, so the call count is the cost.
+Every function reads the index's :class:`~._tables.StepTables` and works on
+all rows at once with a fixed, small number of numpy calls; at 100-odd rows
+one call costs 0.3-1 µs, so the call count is the cost.
 Arrays that index a ``take`` are int64 wherever that is cheap (a ``take`` with
 any other index dtype first casts its indices, and a ufunc over two dtypes
 casts one operand), so tokens are widened to int64 once per gather and every
