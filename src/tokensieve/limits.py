@@ -6,9 +6,10 @@ from dataclasses import dataclass, fields
 
 __all__ = ["Limits"]
 
-#: recursive rules a rule network can number (its call markers are two bytes, see
-#: :mod:`tokensieve.automata.pushdown`): the most ``max_recursive_rules`` may be
-RECURSIVE_RULES_CAP = (0x100 - 0xF8) * 256
+#: rules a rule network can number (its call markers are two bytes, a lead byte 0xF8-0xFF and a
+#: second byte below 0xF8, see :mod:`tokensieve.automata.pushdown`): the most
+#: ``max_recursive_rules`` may be
+RECURSIVE_RULES_CAP = (0x100 - 0xF8) * 0xF8
 
 
 @dataclass(frozen=True)

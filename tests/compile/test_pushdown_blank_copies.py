@@ -149,7 +149,7 @@ def test_a_long_run_derives_its_last_state_in_one_step(blank_info) -> None:
     compiled = _compiled(blank_info, grammar, precompute=False)
     head, room = compiled._copies()
     derived = _derived(compiled)
-    assert len(derived) >= 2 * 1500
+    assert len(derived) >= 1500  # the two equal runs may be one rule of their own (see _split_heavy)
     last = min(derived, key=lambda g: room[g])
     assert room[last] == 0
     mask, _ = compiled._level((last,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from tokensieve.automata.pushdown import _substitute
+from tokensieve.automata.rule_graph import substitute as _substitute
 from tokensieve.grammar import ir
 from tokensieve.grammar.cfg import Grammar, referenced_rules
 from tokensieve.grammar.ir import Alt, Concat, Node, Repeat, RuleRef

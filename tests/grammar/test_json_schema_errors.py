@@ -292,8 +292,34 @@ def test_lenient_mode_relaxes_bounds_that_exceed_the_limits(compiler) -> None:
     assert not accepts(compiled, '{"texts": [' + ", ".join(['"a"'] * 11) + "]}")
 
 
+def test_an_automaton_over_the_limits_is_compiled_as_a_rule_network(compiler) -> None:
+    # each string alone is below the limit (1,250 states), the three together are not: they
+    # become rules of their own, and every bound is still enforced
+    small = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_dfa_states=1_500), cache_enabled=False)
+    names = ["a", "b", "c"]
+    schema = {
+        "type": "object",
+        "properties": {
+            **{name: {"type": "string", "maxLength": 50} for name in names},
+            "d": {"type": "string", "maxLength": 20},
+        },
+        "required": [*names, "d"],
+        "additionalProperties": False,
+    }
+    compiled = small.compile_json_schema(schema)
+    assert compiled.unenforced == ()
+    for name in names:
+        value = {"a": "x", "b": "", "c": "z", "d": "y"}
+        assert accepts(compiled, json.dumps(value))
+        value[name] = "x" * 50
+        assert accepts(compiled, json.dumps(value))
+        value[name] = "x" * 51
+        assert not accepts(compiled, json.dumps(value))
+    assert not accepts(compiled, json.dumps({"a": "x", "b": "", "c": "z", "d": "y" * 21}))
+
+
 def test_lenient_mode_does_not_build_a_grammar_again_when_nothing_was_relaxed(compiler, monkeypatch) -> None:
-    # every bound is at most 256: leaving out the bounds above 256 changes nothing, so only the
+    # the bound is at most 256: leaving out the bounds above 256 changes nothing, so only the
     # first (exact) and the last (bounds above 32 left out) grammars are built
     from tokensieve.compile import compiler as compiler_module
 
@@ -305,18 +331,13 @@ def test_lenient_mode_does_not_build_a_grammar_again_when_nothing_was_relaxed(co
         return real(grammar, limits, **options)
 
     monkeypatch.setattr(compiler_module, "compile_grammar_automaton", counting)
-    limits = Limits(max_dfa_states=1_500)
-    small = GrammarCompiler(compiler.tokenizer_info, limits=limits, cache_enabled=False)
-    # each string alone is below the limit (1,250 states), the three together are not
-    names = ["a", "b", "c"]
+    small = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_dfa_states=500), cache_enabled=False)
+    # up to 200 integers: a rule network calls the integer, but the count alone needs more states
+    # than the limit
     schema = {
         "type": "object",
-        "properties": {
-            **{name: {"type": "string", "maxLength": 50} for name in names},
-            "d": {"type": "string", "maxLength": 20},
-        },
-        "required": [*names, "d"],
-        "additionalProperties": False,
+        "properties": {"a": {"type": "array", "items": {"type": "integer"}, "maxItems": 200}},
+        "required": ["a"],
     }
     with pytest.raises(LimitExceeded):
         small.compile_json_schema(schema)
@@ -324,14 +345,11 @@ def test_lenient_mode_does_not_build_a_grammar_again_when_nothing_was_relaxed(co
     built.clear()
     compiled = small.compile_json_schema(schema, strict=False)
     assert len(built) == 2
-    assert sorted(u.split(":")[0] for u in compiled.unenforced) == [
-        f"/properties/{n}/maxLength" for n in names
-    ]
-    assert accepts(compiled, json.dumps({"a": "x" * 60, "b": "", "c": "z", "d": "y" * 20}))
-    assert not accepts(compiled, json.dumps({"a": "x", "b": "", "c": "z", "d": "y" * 21}))
+    assert [u.split(":")[0] for u in compiled.unenforced] == ["/properties/a/maxItems"]
+    assert accepts(compiled, json.dumps({"a": list(range(260))}))
+    assert not accepts(compiled, json.dumps({"a": ["x"]}))
     # a schema that still fails once the bounds above 32 are left out gives the limit's error
-    built.clear()
-    tiny = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_dfa_states=60), cache_enabled=False)
+    tiny = GrammarCompiler(compiler.tokenizer_info, limits=Limits(max_dfa_states=300), cache_enabled=False)
     with pytest.raises(LimitExceeded) as err:
         tiny.compile_json_schema(schema, strict=False)
     assert err.value.limit == "max_dfa_states"
