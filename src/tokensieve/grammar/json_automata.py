@@ -7,6 +7,8 @@ and the products of these languages, go through here:
 * :func:`intersect`, :func:`difference`, :func:`is_empty`: boolean
   operations on regular languages (``automata.ops``; a length-bounded string
   by layers, ``automata.layered_product``), remembered per process;
+* :func:`string_enum`: a large ``enum`` of strings as one acyclic automaton
+  (``automata.choices``);
 * :func:`counted` and :func:`embedded`: a bounded repetition built by layers
   (``automata.counted``), and a language determinised once and embedded as
   one :class:`~tokensieve.ir.nodes.Automaton` leaf, spliced whole into the
@@ -17,6 +19,7 @@ and the products of these languages, go through here:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +28,7 @@ import numpy as np
 from .._memo import BoundedMemo
 from ..automata import ops as _ops
 from ..automata.build import ir_to_dfa
+from ..automata.choices import choices_to_dfa
 from ..automata.counted import cached_counted_repeat
 from ..automata.dfa import ByteDFA
 from ..automata.layered_product import layered_intersection
@@ -41,6 +45,7 @@ __all__ = [
     "intersect_multiples",
     "is_empty",
     "multiples_dfa",
+    "string_enum",
 ]
 
 #: results of automaton operations kept for reuse (by operation, operands and limits)
@@ -109,6 +114,17 @@ def embedded(node: Node, *, large_only: bool = False) -> Node:
     """
     dfa = ir_to_dfa(node)
     return dfa_to_ir(dfa) if not large_only or dfa.num_states >= SPLICE_MIN_STATES else node
+
+
+def string_enum(values: list[str], limits: Limits) -> Automaton:
+    """A large enum of strings as one acyclic automaton.
+
+    Each value is accepted as ``json.dumps`` writes it, with and without
+    ``ensure_ascii``; other spellings (needless escapes) are not.
+    """
+    texts = {json.dumps(v, ensure_ascii=False) for v in values}
+    texts |= {json.dumps(v) for v in values}
+    return dfa_to_ir(choices_to_dfa(sorted(texts), limits))
 
 
 # ---------------------------------------------------------------- multipleOf

@@ -7,14 +7,11 @@
 
 from __future__ import annotations
 
-import json
 import math
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from ...automata.choices import choices_to_dfa
-from ...automata.ops import dfa_to_ir
 from ...errors import LimitExceeded, SchemaError
 from ...ir.nodes import (
     NOTHING,
@@ -22,6 +19,7 @@ from ...ir.nodes import (
     is_nothing,
     literal,
 )
+from ..json_automata import string_enum
 from . import _lexical as lx
 from ._lexical import Layout, alt, quoted
 from ._load import Loc
@@ -427,7 +425,7 @@ class _Norm(ObjectLowering, ArrayLowering):
         if len(values) > limits.max_choices:
             raise LimitExceeded("max_choices", limits.max_choices, f"enum of {len(values)} values")
         if len(values) > 64 and all(isinstance(v, str) for v in values):
-            return _string_enum(values, limits)
+            return string_enum(values, limits)
         any_order = self.low.property_order == "any"
         return alt(*(lx.value_literal(v, layout, depth, any_order) for v in values))
 
@@ -573,14 +571,3 @@ def _below(hi: tuple[Any, bool] | None, lo: tuple[Any, bool] | None) -> bool:
     if hi is None or lo is None:
         return False
     return hi[0] < lo[0] or (hi[0] == lo[0] and (hi[1] or lo[1]))
-
-
-def _string_enum(values: list[str], limits: Any) -> Node:
-    """A large enum of strings as one acyclic automaton.
-
-    Each value is accepted as ``json.dumps`` writes it, with and without
-    ``ensure_ascii``; other spellings (needless escapes) are not.
-    """
-    texts = {json.dumps(v, ensure_ascii=False) for v in values}
-    texts |= {json.dumps(v) for v in values}
-    return dfa_to_ir(choices_to_dfa(sorted(texts), limits))
