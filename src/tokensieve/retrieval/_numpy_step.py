@@ -69,6 +69,7 @@ __all__ = [
     "allowed_bool",
     "apply_mask",
     "candidates",
+    "contains",
     "dense_rows",
     "fill_bitmask",
     "follow",
@@ -479,6 +480,43 @@ def follow(t: StepTables, nodes: np.ndarray, tokens: np.ndarray, level: int) -> 
     if t.end is not None:
         np.copyto(nxt, t.end, where=tokens == t.eos)
     return nxt, found
+
+
+def contains(t: StepTables, arr: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Which rows of ``arr`` (``(M, L)`` int, the first ``lens`` entries of each a sequence) are catalog items.
+
+    Every row walks from the root along its tokens (and the end token, if
+    any); a token outside the vocabulary, the end token inside a sequence, or
+    a length the catalog cannot have makes the row false.
+    """
+    m, width = arr.shape
+    extra = 0 if t.eos is None else 1
+    ok = (lens >= 1) & (lens <= t.max_length)
+    if t.eos is None:
+        ok &= lens == t.max_length
+    steps = min(width + extra, t.num_levels)
+    toks = np.full((m, steps), -1, dtype=np.int64)
+    toks[:, : min(width, steps)] = arr[:, : min(width, steps)]
+    inside = np.arange(steps) < lens[:, None]
+    toks[~inside] = -1
+    bad = inside & ((toks < 0) | (toks >= t.vocab_size))
+    if t.eos is not None:
+        bad |= inside & (toks == t.eos)
+    ok &= ~bad.any(axis=1)
+    if t.eos is not None:
+        rows = np.flatnonzero(ok)
+        toks[rows, lens[rows]] = t.eos
+    toks[toks < 0] = 0
+    need = lens + extra
+    nodes = np.zeros(m, dtype=np.int64)
+    for level in range(steps):
+        rows = np.flatnonzero(ok & (level < need))
+        if rows.size == 0:
+            break
+        nxt, found = follow(t, nodes[rows], toks[rows, level], level)
+        ok[rows[~found]] = False
+        nodes[rows] = np.where(found, nxt, 0)
+    return ok
 
 
 def next_nodes(

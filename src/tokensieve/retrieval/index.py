@@ -528,34 +528,7 @@ class StaticIndex:
         if m == 0 or width == 0:
             return np.zeros(m, dtype=bool)
         lens = _lengths(arr, ragged, lengths, -1)
-        t = self._tables
-        extra = 0 if t.eos is None else 1
-        ok = (lens >= 1) & (lens <= t.max_length)
-        if t.eos is None:
-            ok &= lens == t.max_length
-        steps = min(width + extra, t.num_levels)
-        toks = np.full((m, steps), -1, dtype=np.int64)
-        toks[:, : min(width, steps)] = arr[:, : min(width, steps)]
-        inside = np.arange(steps) < lens[:, None]
-        toks[~inside] = -1
-        bad = inside & ((toks < 0) | (toks >= t.vocab_size))
-        if t.eos is not None:
-            bad |= inside & (toks == t.eos)
-        ok &= ~bad.any(axis=1)
-        if t.eos is not None:
-            rows = np.flatnonzero(ok)
-            toks[rows, lens[rows]] = t.eos
-        toks[toks < 0] = 0
-        need = lens + extra
-        nodes = np.zeros(m, dtype=np.int64)
-        for level in range(steps):
-            rows = np.flatnonzero(ok & (level < need))
-            if rows.size == 0:
-                break
-            nxt, found = nps.follow(t, nodes[rows], toks[rows, level], level)
-            ok[rows[~found]] = False
-            nodes[rows] = np.where(found, nxt, 0)
-        return ok
+        return nps.contains(self._tables, arr, lens)
 
     # ------------------------------------------------------------- save/load
 
