@@ -33,6 +33,7 @@ from .metrics import ServerMetrics
 from .protocol import (
     ChatCompletionRequest,
     CompletionRequest,
+    ErrorResponse,
     ModelCard,
     ModelList,
 )
@@ -42,6 +43,17 @@ from .tools import chat_messages
 __all__ = ["ServerState", "create_app"]
 
 logger = logging.getLogger("tokensieve")
+
+# documented for the OpenAPI document: every failure is one of these, in OpenAI's shape
+# (a "4XX" entry also stands in for FastAPI's own 422, which this server never sends)
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {
+        "model": ErrorResponse,
+        "description": "the request is refused: 400 invalid, 401 no or wrong key, 404 unknown model or "
+        "path, 413 body too large, 429 busy (with Retry-After)",
+    },
+    "5XX": {"model": ErrorResponse, "description": "an internal failure"},
+}
 
 
 def _model_id(loaded: Any, config: ServerConfig) -> str:
@@ -154,12 +166,12 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
     async def metrics() -> Response:
         return Response(state().metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/v1/models")
+    @app.get("/v1/models", responses=_ERRORS)
     async def models() -> ModelList:
         s = state()
         return ModelList(data=[ModelCard(id=s.model_id, created=s.created)])
 
-    @app.post("/v1/chat/completions", response_model=None)
+    @app.post("/v1/chat/completions", response_model=None, responses=_ERRORS)
     async def chat(req: ChatCompletionRequest, request: Request) -> Response:
         s = state()
         _check_model(s, req.model)
@@ -176,7 +188,7 @@ def create_app(config: ServerConfig, *, loaded: Any = None, engine: Any = None) 
         job.tools = None if mode == "none" else mode
         return await _respond(s, req, request, job, chat=True)
 
-    @app.post("/v1/completions", response_model=None)
+    @app.post("/v1/completions", response_model=None, responses=_ERRORS)
     async def completions(req: CompletionRequest, request: Request) -> Response:
         s = state()
         _check_model(s, req.model)

@@ -306,7 +306,10 @@ def _init_worker(info: Any, cache_dir: Any, limits: Any) -> None:
     if hasattr(os, "nice"):  # where cores are few, the engine's steps come before compiles
         os.nice(_COMPILE_NICENESS)
 
-    _worker_compiler = GrammarCompiler(info, limits=limits, cache_dir=cache_dir, precompute=False)
+    # it only fills the disk cache: nothing compiled is kept in its memory
+    _worker_compiler = GrammarCompiler(
+        info, limits=limits, cache_dir=cache_dir, precompute=False, cache_enabled=False
+    )
 
 
 Failure = tuple[type[TokensieveError], tuple[Any, ...], dict[str, Any]]

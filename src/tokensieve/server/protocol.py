@@ -17,6 +17,8 @@ __all__ = [
     "ChatCompletionRequest",
     "ChatMessage",
     "CompletionRequest",
+    "ErrorDetail",
+    "ErrorResponse",
     "FunctionDefinition",
     "JsonSchemaFormat",
     "ResponseFormat",
@@ -60,7 +62,7 @@ class StructuredOutputs(_Lenient):
 
     json_: dict[str, Any] | bool | str | None = Field(default=None, alias="json")
     regex: str | None = None
-    choice: list[str] | None = None
+    choice: list[str] | None = Field(default=None, min_length=1)
     grammar: str | None = None
     grammar_syntax: GrammarSyntax | None = None
 
@@ -154,7 +156,7 @@ class _SamplingRequest(_Lenient):
     structured_outputs: StructuredOutputs | None = None
     guided_json: dict[str, Any] | bool | str | None = None
     guided_regex: str | None = None
-    guided_choice: list[str] | None = None
+    guided_choice: list[str] | None = Field(default=None, min_length=1)
     guided_grammar: str | None = None
     #: extension: the syntax of ``guided_grammar`` (detected when absent)
     grammar_syntax: GrammarSyntax | None = None
@@ -196,6 +198,21 @@ class Usage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong: a message for a person, its kind, the request field at fault, a short code."""
+
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorResponse(BaseModel):
+    """Every failure's body, in OpenAI's shape."""
+
+    error: ErrorDetail
 
 
 # ------------------------------------------------------------------ responses
