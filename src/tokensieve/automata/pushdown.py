@@ -23,6 +23,7 @@ frames runs it; ``compile/`` turns it into token masks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -155,7 +156,8 @@ def compile_grammar_automaton(
         # unrolling each rule's automaton made the compile-time walks of the pushdown slower (on
         # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): rule
         # networks bound the runs in the IR, as the grammar would write them
-        rules = {n: _bounded_blank_loops(b, blank_runs, limits) for n, b in rules.items()}
+        bound = _bounded_blank_loops(blank_runs, limits)
+        rules = {n: bound(b) for n, b in rules.items()}
         references = rule_references(grammar, rules)
     return _network(grammar, rules, references, called, limits)
 
@@ -227,16 +229,18 @@ def _rule_automaton(body: Node, limits: Limits) -> _RuleAutomaton:
     return made
 
 
-def _bounded_blank_loops(node: Node, most: int, limits: Limits) -> Node:
-    """``node`` with every unbounded run of the four JSON blanks limited to ``most`` blanks."""
+def _bounded_blank_loops(most: int, limits: Limits) -> Callable[[Node], Node]:
+    """A rewrite of rule bodies that limits every unbounded run of the four JSON blanks to ``most``
+    blanks (subtrees that rules share are rewritten once)."""
     run = blank_run(most, limits)
+    done: dict[int, Node] = {}
 
     def replace(n: Node) -> Node | None:
         if isinstance(n, Repeat) and n.min == 0 and n.max is None and n.item == BLANK:
             return run
         return None
 
-    return rewrite(node, replace)
+    return lambda body: rewrite(body, replace, done)
 
 
 class _Inliner:

@@ -77,14 +77,19 @@ def substitute(node: Node, fn: Callable[[RuleRef], Node]) -> Node:
     return rewrite(node, lambda n: fn(n) if isinstance(n, RuleRef) else None)
 
 
-def rewrite(node: Node, replace: Callable[[Node], Node | None]) -> Node:
+def rewrite(
+    node: Node, replace: Callable[[Node], Node | None], done: dict[int, Node] | None = None
+) -> Node:
     """``node`` with every subtree ``n`` for which ``replace(n)`` is a node replaced by it.
 
     A subtree where nothing is replaced is returned as it is, and a subtree
     shared by several parents is rebuilt once (the IR is a DAG), so the cost is
-    the number of distinct nodes.
+    the number of distinct nodes. Rewrites of several nodes with the same
+    ``replace`` can share their work through one ``done`` dict (kept alive with
+    the nodes: it is keyed by identity).
     """
-    done: dict[int, Node] = {}
+    if done is None:
+        done = {}
 
     def sub(n: Node) -> Node:
         got = replace(n)
