@@ -143,15 +143,16 @@ def compile_grammar_automaton(
     references = rule_references(grammar, rules)
     recursive = recursive_rules(rules, references)
     called, heavy = outlined_rules(rules, references, recursive, grammar.root, INLINE_BUDGET)
-    if not recursive and not called and not heavy:
+    light = not called and not heavy
+    if light and not recursive:
         try:
             return ir_to_dfa(_Inliner(rules, set(), references).expand(grammar.root), limits, blank_runs=blank_runs)
         except LimitExceeded as exc:
             if exc.limit not in _SIZE_LIMITS:
                 raise
-            # one automaton is too large: the rule network below has the same language
-    # a rule network: the rules and subexpressions that weigh most are called, not inlined
-    called = recursive | outlined_rules(rules, references, recursive, grammar.root, SPLIT_BUDGET)[0]
+            # one automaton is too large: a rule network of the same language follows
+    # the rules a split network calls, weighed with the runs of blanks still unbounded
+    split_called = recursive | outlined_rules(rules, references, recursive, grammar.root, SPLIT_BUDGET)[0]
     if blank_runs is not None:
         # unrolling each rule's automaton made the compile-time walks of the pushdown slower (on
         # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): rule
@@ -159,7 +160,15 @@ def compile_grammar_automaton(
         bound = _bounded_blank_loops(blank_runs, limits)
         rules = {n: bound(b) for n, b in rules.items()}
         references = rule_references(grammar, rules)
-    return _network(grammar, rules, references, called, limits)
+    if light and recursive:
+        # the recursive rules alone are called: the fewest calls, the fastest masks
+        try:
+            return _network(grammar, rules, references, recursive, limits, split=False)
+        except LimitExceeded as exc:
+            if exc.limit not in _SIZE_LIMITS:
+                raise
+    # the rules and subexpressions that weigh most are called too, not inlined
+    return _network(grammar, rules, references, split_called, limits, split=True)
 
 
 def _network(
@@ -168,10 +177,15 @@ def _network(
     references: dict[str, tuple[str, ...]],
     called: set[str],
     limits: Limits,
+    *,
+    split: bool,
 ) -> RuleNetwork:
-    """The rule network of the ``called`` rules and the root, the other rules inlined."""
+    """The rule network of the ``called`` rules and the root, the other rules inlined (and, with
+    ``split``, the heavy parts of their bodies called as rules of their own)."""
     inlined = _Inliner(rules, called, references)
-    bodies = split_heavy({n: inlined.expand(n) for n in called | {grammar.root}}, SPLIT_BUDGET, SPLIT_BUDGET)
+    bodies = {n: inlined.expand(n) for n in called | {grammar.root}}
+    if split:
+        bodies = split_heavy(bodies, SPLIT_BUDGET, SPLIT_BUDGET)
     names = sorted(bodies, key=lambda n: (n != grammar.root, n))
     if len(names) > limits.max_recursive_rules:
         raise LimitExceeded("max_recursive_rules", limits.max_recursive_rules, f"{len(names)} called rules")
