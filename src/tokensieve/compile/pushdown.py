@@ -203,8 +203,9 @@ class CompiledPushdownGrammar(CompiledConstraint):
             with _SHARED_WALKS_LOCK:
                 shared = _SHARED_WALKS.setdefault(self._builder, BoundedMemo(max_size=_SHARED_WALK_BYTES))
         self._shared_walks = shared
-        # blank-run copies: the first state of each one's chain, and the blanks still allowed
-        self._copy_tables: tuple[list[int], list[int]] | None = None
+        # blank-run copies: the first state of each one's chain, the blanks still allowed, the
+        # rules whose states are done, and which states read a blank (see _copies)
+        self._copy_tables: tuple[list[int], list[int], list[bool], list[bool]] | None = None
         self._start = self._intern_closed({(int(offsets[network.root] + network.starts[network.root]),)})
         self._stop_words = np.zeros(self._builder.num_words, dtype=np.int32)
         for stop in self._builder.stop_token_ids.tolist():
@@ -612,7 +613,6 @@ class CompiledPushdownGrammar(CompiledConstraint):
         seen = np.zeros(view.num_states, dtype=bool)
         seen[g] = True
         frontier = np.array([g], dtype=np.int64)
-        head = self._copies()[0]
         for _ in range(_PREFETCH_DEPTH):
             nxt: np.ndarray = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
             called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if q >= 0]
@@ -623,7 +623,9 @@ class CompiledPushdownGrammar(CompiledConstraint):
                 break
             seen[nxt] = True
             frontier = nxt
-            for q in nxt.tolist():
+            states = nxt.tolist()
+            head = self._copies_of(states)[0]
+            for q in states:
                 if head[q] >= 0:
                     continue  # derived from its chain's first state (see _copies)
                 rep = self._walk_representative(q)
@@ -752,8 +754,8 @@ class CompiledPushdownGrammar(CompiledConstraint):
         if len(self._levels) >= _MAX_MEMO_LEVELS:
             self._forget_walks()
         if len(suffix) == 1:
-            head, room = self._copies()
             g = suffix[0]
+            head, room = self._copies_of([g])
             if head[g] >= 0:  # a chain's first state is walked, not derived: one step
                 result = self._narrowed(self._level((head[g],), need_escapes), room[g])
                 self._levels[suffix] = result
@@ -791,64 +793,87 @@ class CompiledPushdownGrammar(CompiledConstraint):
         Returns ``(head, room)``: per global state, the first state of its chain
         (-1: none, the state is walked) and the blanks it still allows.
         """
-        known = self._copy_tables
-        if known is not None:
-            return known
-        n = int(self._gtrans.shape[0])
-        head = [-1] * n
-        room = [-1] * n
-        trans = self._gtrans
-        blank_cols = trans[:, BLANKS]
-        link = blank_cols[:, 0].astype(np.int64)
-        link[~(blank_cols == blank_cols[:, :1]).all(axis=1) | (link == np.arange(n))] = -1
-        src = np.flatnonzero(link >= 0)
-        if src.size and self._builder.leading_blanks is not None:
-            dst = link.take(src)
-            other = ~IS_BLANK
-            accept = np.array(self._gaccept, dtype=bool)
-            same = (trans[src][:, other] == trans[dst][:, other]).all(axis=1)
-            same &= accept.take(src) == accept.take(dst)
-            calls = self._gcalls
-            reads_blank: list[bool] = np.any(blank_cols >= 0, axis=1).tolist()
-            ends = [not r for r in reads_blank]
-            safe: dict[tuple[tuple[int, int], ...], bool] = {}  # per call list: a chain's states share one
-            nxt: dict[int, int] = {}
-            for a, b in zip(src[same].tolist(), dst[same].tolist(), strict=True):
-                if calls[a] != calls[b]:
-                    continue
-                ok = safe.get(calls[a])
-                if ok is None:
-                    ok = safe[calls[a]] = self._calls_read_no_blank(a, reads_blank)
-                if ok:
-                    nxt[a] = b
-            for a in nxt:  # the blanks each state of a chain allows: its distance to the chain's end
-                path: list[int] = []
-                on_path: set[int] = set()
-                q = a
-                while q in nxt and room[q] < 0 and q not in on_path:
-                    path.append(q)
-                    on_path.add(q)
-                    q = nxt[q]
-                left = room[q] if room[q] >= 0 else (0 if ends[q] and q not in nxt else -1)
-                if left < 0:
-                    continue
-                room[q] = left
-                for p in reversed(path):
-                    left += 1
-                    room[p] = left
-            # a chain's first state is no counted state's successor; its successors take it as head
-            # (where chains merge, the first head to reach a state keeps it: both are exact)
-            inner = {b for a, b in nxt.items() if room[a] > 0}
-            for a in nxt:
-                if room[a] > 0 and a not in inner:
-                    q = nxt[a]
-                    while head[q] < 0:
-                        head[q] = a
-                        if q not in nxt:
-                            break
-                        q = nxt[q]
-        self._copy_tables = (head, room)
+        head, room, done, _ = self._copy_state()
+        for r in range(len(done)):
+            if not done[r]:
+                self._rule_copies(r)
         return head, room
+
+    def _copies_of(self, states: list[int]) -> tuple[list[int], list[int]]:
+        """:meth:`_copies`, filled in for the rules of ``states`` at least (each rule's chains
+        stay inside it, so rules are found one at a time, when first needed)."""
+        head, room, done, _ = self._copy_state()
+        for g in states:
+            r = self._rule_of[g]
+            if not done[r]:
+                self._rule_copies(r)
+        return head, room
+
+    def _copy_state(self) -> tuple[list[int], list[int], list[bool], list[bool]]:
+        """(head, room, rules done, per global state whether it reads a blank)."""
+        known = self._copy_tables
+        if known is None:
+            n = int(self._gtrans.shape[0])
+            reads_blank: list[bool] = np.any(self._gtrans[:, BLANKS] >= 0, axis=1).tolist()
+            known = self._copy_tables = ([-1] * n, [-1] * n, [False] * len(self.network.names), reads_blank)
+        return known
+
+    def _rule_copies(self, r: int) -> None:
+        """Fill in :meth:`_copies`' tables for the states of rule ``r``."""
+        head, room, done, reads_blank = self._copy_state()
+        done[r] = True
+        lo = self._rule_start[r]
+        hi = lo + int(self.network.transitions[r].shape[0])
+        trans = self._gtrans
+        blank_cols = trans[lo:hi, BLANKS]
+        link = blank_cols[:, 0].astype(np.int64)
+        link[~(blank_cols == blank_cols[:, :1]).all(axis=1) | (link == np.arange(lo, hi))] = -1
+        src = np.flatnonzero(link >= 0)
+        if not (src.size and self._builder.leading_blanks is not None):
+            return
+        dst = link.take(src)
+        src = src + lo
+        other = ~IS_BLANK
+        accept = np.array(self._gaccept[lo:hi], dtype=bool)
+        same = (trans[src][:, other] == trans[dst][:, other]).all(axis=1)
+        same &= accept.take(src - lo) == accept.take(dst - lo)
+        calls = self._gcalls
+        safe: dict[tuple[tuple[int, int], ...], bool] = {}  # per call list: a chain's states share one
+        nxt: dict[int, int] = {}
+        for a, b in zip(src[same].tolist(), dst[same].tolist(), strict=True):
+            if calls[a] != calls[b]:
+                continue
+            ok = safe.get(calls[a])
+            if ok is None:
+                ok = safe[calls[a]] = self._calls_read_no_blank(a, reads_blank)
+            if ok:
+                nxt[a] = b
+        for a in nxt:  # the blanks each state of a chain allows: its distance to the chain's end
+            path: list[int] = []
+            on_path: set[int] = set()
+            q = a
+            while q in nxt and room[q] < 0 and q not in on_path:
+                path.append(q)
+                on_path.add(q)
+                q = nxt[q]
+            left = room[q] if room[q] >= 0 else (0 if not reads_blank[q] and q not in nxt else -1)
+            if left < 0:
+                continue
+            room[q] = left
+            for p in reversed(path):
+                left += 1
+                room[p] = left
+        # a chain's first state is no counted state's successor; its successors take it as head
+        # (where chains merge, the first head to reach a state keeps it: both are exact)
+        inner = {b for a, b in nxt.items() if room[a] > 0}
+        for a in nxt:
+            if room[a] > 0 and a not in inner:
+                q = nxt[a]
+                while head[q] < 0:
+                    head[q] = a
+                    if q not in nxt:
+                        break
+                    q = nxt[q]
 
     def _calls_read_no_blank(self, g: int, reads_blank: list[bool]) -> bool:
         """Whether no rule that state ``g`` calls can read a blank before any other byte, nor
