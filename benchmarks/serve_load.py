@@ -43,7 +43,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import random
 import shutil
 import signal
@@ -53,223 +52,28 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import jsonschema
-from serve_bench import TOOLS, _free_port, _pct
-
-MODEL = "SmolLM2-135M-Instruct"
-CITY = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 30},
-        "population": {"type": "integer", "minimum": 0},
-        "country": {"type": "string", "maxLength": 30},
-    },
-    "required": ["name", "population", "country"],
-}
-CONTACT = {
-    "type": "object",
-    "properties": {
-        "email": {"type": "string", "pattern": "^[a-z]{1,10}@[a-z]{1,8}\\.(com|org)$"},
-        "phone": {"type": "string", "pattern": "^\\+[0-9]{2} [0-9]{3} [0-9]{4}$"},
-        "priority": {"enum": ["low", "normal", "high"]},
-    },
-    "required": ["email", "phone", "priority"],
-    "additionalProperties": False,
-}
-ITEMS = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {"sku": {"type": "string", "maxLength": 8}, "qty": {"type": "integer"}},
-    },
-    "maxItems": 3,
-}
-SCHEMAS = [
-    CITY,
-    CONTACT,
-    ITEMS,
-    {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-]
-GBNF = 'root ::= item ("," item){0,3}\nitem ::= [a-z]{1,6} "=" [0-9]{1,3}'
-# what breaks a limit or is refused: each must be a 400 in OpenAI's error shape
-REFUSED: list[dict[str, Any]] = [
-    {"guided_regex": "(a|b)*a(a|b){24}"},  # past max_dfa_states
-    {
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "big", "schema": {"enum": ["x" * 300_000]}},
-        }
-    },
-    {
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "bad", "schema": {"minLength": "two"}},
-        }
-    },
-    {
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": "lb", "strict": True, "schema": {"type": "string", "pattern": "(?<=a)b"}},
-        }
-    },
-    {"guided_grammar": 'root ::= "a" missing'},
-    {"n": 1000},
-    {"max_tokens": 10**6},
-    {
-        "max_tokens": 2,
-        "response_format": {"type": "json_schema", "json_schema": {"name": "c", "schema": CITY}},
-    },
-]
-_fresh = itertools.count()
-
-
-def _fmt(schema: Any, name: str = "out") -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
-
-
-def _new_schema(tag: str) -> dict[str, Any]:
-    schema = json.loads(json.dumps(CITY))
-    n = next(_fresh)
-    schema["properties"][f"note_{tag}_{n}"] = {"type": "string", "maxLength": 10 + n % 13}
-    schema["required"].append(f"note_{tag}_{n}")
-    return schema
-
-
-def _ask(kind: str, rng: random.Random, max_tokens: int) -> tuple[dict[str, Any], bool]:
-    """A request body of ``kind`` and whether it is streamed."""
-    user = {"role": "user", "content": "Describe a large city."}
-    body: dict[str, Any] = {
-        "model": MODEL,
-        "messages": [user],
-        "max_tokens": max_tokens,
-        "seed": rng.randrange(1 << 30),
-    }
-    if kind in ("free", "leave"):
-        user["content"] = "Tell a short story about a city."
-    elif kind == "schema":
-        body["response_format"] = _fmt(rng.choice(SCHEMAS))
-    elif kind == "new_schema":
-        body["response_format"] = _fmt(_new_schema(f"{os.getpid()}"))
-    elif kind == "tools":
-        user["content"] = "What is the weather in Lisbon, and what is 2 plus 3?"
-        body.update(tools=TOOLS, tool_choice=rng.choice(["auto", "required"]))
-    elif kind == "grammar":
-        body.update(
-            rng.choice(
-                [
-                    {"guided_regex": "[A-Z][a-z]{2,10}, (19|20)[0-9]{2}"},
-                    {"guided_choice": ["north", "south", "east", "west"]},
-                    {"guided_grammar": GBNF},
-                ]
-            )
-        )
-    elif kind == "refused":
-        body.update(rng.choice(REFUSED))
-        return body, False
-    return body, kind != "grammar" or rng.random() < 0.5
-
+from serve_bench import _pct
+from serve_traffic import (
+    MODEL,
+    REFUSAL_KINDS,
+    SCHEMAS,
+    Result,
+    ask,
+    call,
+    children,
+    fmt,
+    new_schema,
+    refusal,
+    rss_kib,
+    start_server,
+)
 
 MIX = {"free": 28, "schema": 24, "tools": 14, "grammar": 12, "new_schema": 5, "refused": 10, "leave": 7}
-
-
-@dataclass
-class Result:
-    """One request's outcome."""
-
-    kind: str
-    status: int
-    ttft: float | None = None
-    gaps: list[float] = field(default_factory=list)
-    done: bool = False
-    finish: str | None = None
-    text: str = ""
-    error_shape: bool = True
-    retry_after: str | None = None
-    start: float = 0.0
-
-
-def _error_shape(body: Any) -> bool:
-    return (
-        isinstance(body, dict)
-        and set(body) == {"error"}
-        and isinstance(body["error"], dict)
-        and set(body["error"]) == {"message", "type", "param", "code"}
-    )
-
-
-async def _call(
-    client: httpx.AsyncClient,
-    base: str,
-    kind: str,
-    body: dict[str, Any],
-    stream: bool,
-    leave_after: int | None = None,
-) -> Result:
-    t0 = time.perf_counter()
-    res = Result(kind, 0, start=t0)
-    if not stream:
-        r = await client.post(base + "/v1/chat/completions", json=body)
-        res.status = r.status_code
-        res.retry_after = r.headers.get("retry-after")
-        if r.status_code >= 400:
-            res.error_shape = _error_shape(r.json())
-        else:
-            res.done = True
-            res.text = r.json()["choices"][0]["message"].get("content") or ""
-        return res
-    arrivals: list[float] = []
-    async with client.stream("POST", base + "/v1/chat/completions", json={**body, "stream": True}) as r:
-        res.status = r.status_code
-        res.retry_after = r.headers.get("retry-after")
-        if r.status_code >= 400:
-            res.error_shape = _error_shape(json.loads(await r.aread()))
-            return res
-        async for line in r.aiter_lines():
-            if not line.startswith("data: "):
-                continue
-            if line == "data: [DONE]":
-                res.done = True
-                break
-            chunk = json.loads(line[6:])
-            for choice in chunk.get("choices", []):
-                delta = choice.get("delta", {})
-                piece = delta.get("content") or ""
-                calls = delta.get("tool_calls") or []
-                if piece or any((c.get("function") or {}).get("arguments") for c in calls):
-                    arrivals.append(time.perf_counter())
-                res.text += piece
-                res.finish = choice.get("finish_reason") or res.finish
-            if leave_after is not None and len(arrivals) >= leave_after:
-                break  # the client leaves mid-stream
-    if arrivals:
-        res.ttft = arrivals[0] - t0
-        res.gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    return res
-
-
-def _rss_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found.extend(int(c) for c in (task / "children").read_text().split())
-        except OSError:
-            continue
-    return found
 
 
 Sample = tuple[float, int, int, int]  # seconds, server RSS, with its children, compiled constraints (KiB)
@@ -279,8 +83,8 @@ async def _sample_memory(base: str, pid: int, every: float, out: list[Sample], s
     t0 = time.perf_counter()
     async with httpx.AsyncClient(timeout=30) as client:
         while not stop.is_set():
-            own = _rss_kib(pid)
-            total = own + sum(_rss_kib(c) for c in _children(pid))
+            own = rss_kib(pid)
+            total = own + sum(rss_kib(c) for c in children(pid))
             try:
                 health = (await client.get(base + "/health")).json()
                 kept = int(health.get("constraints", {}).get("memory_bytes", 0)) // 1024
@@ -307,9 +111,9 @@ async def phase_load(
         rng = random.Random(seed * 1000 + i)
         while time.perf_counter() < deadline:
             kind = rng.choices(kinds, weights)[0]
-            body, stream = _ask(kind, rng, max_tokens)
+            body, stream = ask(kind, rng, max_tokens)
             try:
-                results.append(await _call(client, base, kind, body, stream, 3 if kind == "leave" else None))
+                results.append(await call(client, base, kind, body, stream, 3 if kind == "leave" else None))
             except httpx.HTTPError as exc:  # a dropped connection counts as a failure
                 results.append(Result(kind, -1, text=type(exc).__name__))
 
@@ -348,8 +152,8 @@ async def phase_flood(base: str, count: int) -> dict[str, Any]:
     """``count`` new schemas at once."""
     rng = random.Random(1)
     async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=count + 8)) as client:
-        bodies = [_ask("new_schema", rng, 48)[0] for _ in range(count)]
-        results = await asyncio.gather(*(_call(client, base, "flood", b, False) for b in bodies))
+        bodies = [ask("new_schema", rng, 48)[0] for _ in range(count)]
+        results = await asyncio.gather(*(call(client, base, "flood", b, False) for b in bodies))
     statuses = Counter(r.status for r in results)
     bad_429 = sum(1 for r in results if r.status == 429 and not (r.retry_after and r.error_shape))
     invalid = 0
@@ -364,22 +168,6 @@ async def phase_flood(base: str, count: int) -> dict[str, Any]:
         "429_without_retry_after_or_shape": bad_429,
         "invalid_outputs": invalid,
     }
-
-
-def refusal(kind: str, n: int) -> dict[str, Any]:
-    """The ``n``-th distinct refused constraint of ``kind`` (so that no compile is shared)."""
-    if kind == "costly_regex":
-        return {"guided_regex": f"id{n}(a|b)*a(a|b){{24}}"}
-    if kind == "too_large":
-        return {"response_format": _fmt({"enum": ["x" * 300_000, n]})}
-    if kind == "invalid_schema":
-        return {"response_format": _fmt({"type": "object", "properties": {f"p{n}": {"minLength": "two"}}})}
-    if kind == "unenforceable":
-        return {"response_format": _fmt({"type": "string", "pattern": f"(?<=a)b{{{n % 50 + 1}}}"})}
-    return {"guided_grammar": f'root ::= "a{n}" missing'}
-
-
-REFUSAL_KINDS = ["costly_regex", "too_large", "invalid_schema", "unenforceable", "grammar_syntax"]
 
 
 async def phase_refusal(
@@ -401,7 +189,7 @@ async def phase_refusal(
         async def stream_loop(i: int) -> None:
             rng = random.Random(i)
             while not done.is_set():
-                r = await _call(client, base, "free", _ask("free", rng, max_tokens)[0], True)
+                r = await call(client, base, "free", ask("free", rng, max_tokens)[0], True)
                 t = r.start + (r.ttft or 0.0)
                 for gap in r.gaps:
                     t += gap
@@ -425,7 +213,7 @@ async def phase_refusal(
                         }
                         n = next(counter)
                         body.update(refusal(REFUSAL_KINDS[n % 5] if kind == "back_to_back" else kind, n))
-                        r = await _call(client, base, "refused", body, False)
+                        r = await call(client, base, "refused", body, False)
                         refused[r.status if r.error_shape else -r.status] += 1
                         if kind != "back_to_back":
                             await asyncio.sleep(max(0.0, every - (time.perf_counter() - sent)))
@@ -508,7 +296,7 @@ async def phase_cache(base: str, folder: Path, options: list[str], count: int) -
     other, other_base = start_server(["--cache-dir", str(folder), *options], folder / "second.log")
     try:
         known = SCHEMAS
-        fresh = [_new_schema("shared") for _ in range(count)]
+        fresh = [new_schema("shared") for _ in range(count)]
         mismatched = invalid = 0
         async with httpx.AsyncClient(timeout=300) as client:
 
@@ -520,10 +308,10 @@ async def phase_cache(base: str, folder: Path, options: list[str], count: int) -
                     "max_tokens": 48,
                     "temperature": 0,
                     "seed": 0,
-                    "response_format": _fmt(schema),
+                    "response_format": fmt(schema),
                 }
                 a, b = await asyncio.gather(
-                    *(_call(client, u, "cache", body, False) for u in (base, other_base))
+                    *(call(client, u, "cache", body, False) for u in (base, other_base))
                 )
                 texts = []
                 for r in (a, b):
@@ -558,7 +346,7 @@ async def phase_sigterm(
     async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=streams + 8)) as client:
         rng = random.Random(9)
         tasks = [
-            asyncio.create_task(_call(client, base, k, _ask(k, rng, max_tokens)[0], True))
+            asyncio.create_task(call(client, base, k, ask(k, rng, max_tokens)[0], True))
             for k in itertools.islice(itertools.cycle(["free", "schema", "tools"]), streams)
         ]
         while True:  # every stream has been admitted by the engine
@@ -577,41 +365,6 @@ async def phase_sigterm(
         if isinstance(r, Result) and r.done and r.finish in ("stop", "length", "tool_calls")
     )
     return {"streams": streams, "finished": finished, "exit": code, "drain_s": time.perf_counter() - t0}
-
-
-def start_server(options: list[str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``tokensieve serve`` on a free port, its output in ``log``, waited for."""
-    port = _free_port()
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tokensieve",
-                "serve",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-                *options,
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    if proc.poll() is None:
-        proc.kill()
-    raise RuntimeError(
-        f"the server did not start ({proc.wait()}):\n{log.read_text(errors='replace')[-3000:]}"
-    )
 
 
 def load_table(load: dict[str, Any]) -> str:
@@ -724,11 +477,11 @@ def main(argv: list[str] | None = None) -> int:
             }
         if "flood" in phases:
             say(f"flood: {args.flood} new schemas at once")
-            before = _rss_kib(proc.pid)
+            before = rss_kib(proc.pid)
 
             def flood() -> dict[str, Any]:
                 out = asyncio.run(phase_flood(base, args.flood))
-                out["rss_growth_mib"] = (_rss_kib(proc.pid) - before) / 1024
+                out["rss_growth_mib"] = (rss_kib(proc.pid) - before) / 1024
                 return out
 
             run("flood", flood)
