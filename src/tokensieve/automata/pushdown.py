@@ -52,11 +52,13 @@ from .outline import INLINE_BUDGET, SPLIT_BUDGET, outlined_rules, split_heavy
 from .rule_graph import (
     check_left_recursion,
     drop_unproductive,
+    left_cycle,
     recursive_rules,
     rewrite,
     rewrite_left_recursion,
     rule_references,
     substitute,
+    without_empty,
 )
 
 __all__ = ["RuleNetwork", "compile_grammar_automaton"]
@@ -140,6 +142,11 @@ def compile_grammar_automaton(
         )
     rules = drop_unproductive(dict(grammar.rules), grammar.root)
     rules = rewrite_left_recursion(rules, limits)
+    if left_cycle(rules) is not None:
+        # left recursion through a nullable prefix or a repetition: rules without the empty
+        # string in leading positions first, then the rewrite again
+        rules = drop_unproductive(without_empty(rules, grammar.root), grammar.root)
+        rules = rewrite_left_recursion(rules, limits)
     references = rule_references(grammar, rules)
     recursive = recursive_rules(rules, references)
     called, heavy = outlined_rules(rules, references, recursive, grammar.root, INLINE_BUDGET)

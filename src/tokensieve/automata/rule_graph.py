@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+import numpy as np
+
 from ..errors import GrammarError, LimitExceeded
 from ..ir.grammar import Grammar, referenced_rules
 from ..ir.nodes import (
@@ -41,6 +43,7 @@ __all__ = [
     "rewrite_left_recursion",
     "rule_references",
     "substitute",
+    "without_empty",
 ]
 
 
@@ -191,12 +194,28 @@ def left_cycle(rules: dict[str, Node]) -> list[str] | None:
     return None
 
 
-def _branches(node: Node) -> list[Node]:
+def _branches(node: Node, most: int = 1 << 62) -> list[Node]:
+    """The top-level alternatives of ``node``, a leading choice distributed over the rest;
+    ``LimitExceeded`` (``max_grammar_rules``) past ``most`` of them."""
     if isinstance(node, Alt):
-        return [b for item in node.items for b in _branches(item)]
-    if isinstance(node, Repeat) and node.min == 0 and node.max == 1:
-        return [*_branches(node.item), EMPTY]
-    return [node]
+        out = [b for item in node.items for b in _branches(item, most)]
+    elif isinstance(node, Repeat) and node.min == 0 and node.max == 1:
+        out = [*_branches(node.item, most), EMPTY]
+    elif isinstance(node, Concat) and isinstance(node.items[0], (Alt, Repeat)):
+        first = _branches(node.items[0], most)
+        if len(first) == 1:
+            return [node]
+        # a leading choice: one branch per alternative, so that leading rules show
+        out = []
+        for f in first:
+            out.extend(_branches(concat(f, *node.items[1:]), most))
+            if len(out) > most:
+                break
+    else:
+        return [node]
+    if len(out) > most:
+        raise LimitExceeded("max_grammar_rules", most, "rewriting left recursion makes too many alternatives")
+    return out
 
 
 def _split_first(branch: Node) -> tuple[Node, Node]:
@@ -210,9 +229,11 @@ def rewrite_left_recursion(rules: dict[str, Node], limits: Limits) -> dict[str, 
         return rules
     order = list(rules)
     out = dict(rules)
+    most = limits.max_grammar_rules
+    built = 0  # alternatives built over the whole rewrite: at most ten times the rule bound
     for i, a in enumerate(order):
         earlier = set(order[:i])
-        branches = _branches(out[a])
+        branches = _branches(out[a], most)
         # Each round replaces a leading reference to an earlier rule by that rule's
         # alternatives, which (already rewritten) lead with a later rule or a terminal, so
         # the leading rule's position rises every round: at most i rounds, and the number
@@ -224,29 +245,101 @@ def rewrite_left_recursion(rules: dict[str, Node], limits: Limits) -> dict[str, 
             for b in branches:
                 first, rest = _split_first(b)
                 if isinstance(first, RuleRef) and first.name in earlier and first.name != a:
-                    new.extend(concat(x, rest) for x in _branches(out[first.name]))
+                    new.extend(concat(x, rest) for x in _branches(out[first.name], most))
                     changed = True
                 else:
                     new.append(b)
             branches = new
-            if len(branches) > limits.max_grammar_rules:
+            built += len(branches)
+            if len(branches) > most or built > 10 * most:
                 raise LimitExceeded(
                     "max_grammar_rules",
-                    limits.max_grammar_rules,
-                    f"rewriting left recursion makes rule {a!r} {len(branches)} alternatives",
+                    most,
+                    f"rewriting left recursion makes rule {a!r} {len(branches)} alternatives "
+                    f"({built} built in all)",
                 )
         direct: list[Node] = []
         other: list[Node] = []
+        unit = False
         for b in branches:
             first, rest = _split_first(b)
-            (direct if first == RuleRef(a) else other).append(rest if first == RuleRef(a) else b)
+            if first != RuleRef(a):
+                other.append(b)
+            elif rest != EMPTY:
+                direct.append(rest)
+            else:  # ``a ::= a`` adds no string: left out
+                unit = True
         if direct:
             if not other:
                 raise GrammarError(f"rule {a!r} is left-recursive in every alternative and derives no string")
             out[a] = concat(alt(*other), repeat(alt(*direct), 0, None))
-        elif len(branches) != len(_branches(out[a])):
-            out[a] = alt(*branches)
+        elif unit or len(branches) != len(_branches(out[a], most)):
+            if not other:
+                raise GrammarError(f"rule {a!r} is left-recursive in every alternative and derives no string")
+            out[a] = alt(*other)
     return out
+
+
+def without_empty(rules: dict[str, Node], root: str) -> dict[str, Node]:
+    """``rules`` rewritten so that no rule's leading position can derive the empty string.
+
+    Each nullable rule ``n`` gets a rule ``n+`` of its non-empty strings and becomes
+    ``n+ | ""``; each body is replaced by its non-empty part (:func:`_non_empty`),
+    whose leading references are to the ``+`` rules. The languages are the same,
+    and left recursion through a nullable prefix (``a ::= b a "x"`` with a
+    nullable ``b``, or ``a ::= a a | "x" | ""``) becomes plain left recursion
+    that :func:`rewrite_left_recursion` removes.
+    """
+    null = _nullable_rules(rules)
+    out: dict[str, Node] = {}
+    for name, body in rules.items():
+        part = _non_empty(body, null)
+        if name in null:
+            out[name + "+"] = part
+            out[name] = alt(RuleRef(name + "+"), EMPTY)
+        else:
+            out[name] = part
+    return out
+
+
+def _non_empty(node: Node, null: set[str]) -> Node:
+    """A node for the non-empty strings of ``node``, its nullable leading rules ``n`` as ``n+``."""
+    if isinstance(node, RuleRef):
+        return RuleRef(node.name + "+") if node.name in null else node
+    if isinstance(node, Empty):
+        return NOTHING
+    if isinstance(node, Literal):
+        return node if node.value else NOTHING
+    if isinstance(node, Automaton):
+        return _without_start_accepting(node) if node.nullable else node
+    if isinstance(node, Alt):
+        return alt(*(_non_empty(i, null) for i in node.items))
+    if isinstance(node, Concat):
+        # a non-empty string has a first non-empty item, after items that gave the empty string
+        parts: list[Node] = []
+        for i, item in enumerate(node.items):
+            parts.append(concat(_non_empty(item, null), *node.items[i + 1 :]))
+            if not _nullable(item, null):
+                break
+        return alt(*parts)
+    if isinstance(node, Repeat):
+        if node.max == 0:
+            return NOTHING
+        rest_max = None if node.max is None else node.max - 1
+        # iterations before the first non-empty one gave the empty string; when the item can,
+        # so can the ones after, which meet any lower bound
+        rest_min = 0 if _nullable(node.item, null) else max(node.min - 1, 0)
+        return concat(_non_empty(node.item, null), repeat(node.item, rest_min, rest_max))
+    return node  # classes never match the empty string
+
+
+def _without_start_accepting(node: Automaton) -> Automaton:
+    """``node`` less the empty string: a new, non-accepting start state with the old start's moves."""
+    runs = np.frombuffer(node.runs, dtype="<i4").reshape(-1, 4)
+    moves = runs[runs[:, 0] == node.start].copy()
+    moves[:, 0] = node.num_states
+    both = np.concatenate([runs, moves]).astype("<i4")
+    return Automaton(node.num_states + 1, node.num_states, node.accepting + b"\x00", both.tobytes())
 
 
 def check_left_recursion(bodies: dict[str, Node]) -> None:
