@@ -140,9 +140,10 @@ def compile_grammar_automaton(
         raise LimitExceeded(
             "max_grammar_rules", limits.max_grammar_rules, f"the grammar has {len(grammar.rules)} rules"
         )
-    rules = drop_unproductive(dict(grammar.rules), grammar.root)
-    rules = rewrite_left_recursion(rules, limits)
-    if left_cycle(rules) is not None:
+    productive = drop_unproductive(dict(grammar.rules), grammar.root)
+    rules = rewrite_left_recursion(productive, limits)
+    # the rewrite returns its argument when it found no left recursion: nothing to check again
+    if rules is not productive and left_cycle(rules) is not None:
         # left recursion through a nullable prefix or a repetition: rules without the empty
         # string in leading positions first, then the rewrite again
         rules = drop_unproductive(without_empty(rules, grammar.root), grammar.root)
@@ -158,8 +159,7 @@ def compile_grammar_automaton(
             if exc.limit not in _SIZE_LIMITS:
                 raise
             # one automaton is too large: a rule network of the same language follows
-    # the rules a split network calls, weighed with the runs of blanks still unbounded
-    split_called = recursive | outlined_rules(rules, references, recursive, grammar.root, SPLIT_BUDGET)[0]
+    unbounded, unbounded_refs = rules, references  # a split network's rules are weighed on these
     if blank_runs is not None:
         # unrolling each rule's automaton made the compile-time walks of the pushdown slower (on
         # the JSON benchmark's recursive schemas, up to 1.4 times the compile time): rule
@@ -174,8 +174,10 @@ def compile_grammar_automaton(
         except LimitExceeded as exc:
             if exc.limit not in _SIZE_LIMITS:
                 raise
-    # the rules and subexpressions that weigh most are called too, not inlined
-    return _network(grammar, rules, references, split_called, limits, split=True)
+    # the rules and subexpressions that weigh most are called too, not inlined (weighed with the
+    # runs of blanks still unbounded)
+    called = recursive | outlined_rules(unbounded, unbounded_refs, recursive, grammar.root, SPLIT_BUDGET)[0]
+    return _network(grammar, rules, references, called, limits, split=True)
 
 
 def _network(

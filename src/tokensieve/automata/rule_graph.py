@@ -225,6 +225,8 @@ def _split_first(branch: Node) -> tuple[Node, Node]:
 
 
 def rewrite_left_recursion(rules: dict[str, Node], limits: Limits) -> dict[str, Node]:
+    """``rules`` with left recursion over top-level alternatives rewritten into repetition
+    (Paull's algorithm); ``rules`` itself, not a copy, when there is no left recursion."""
     if left_cycle(rules) is None:
         return rules
     order = list(rules)
