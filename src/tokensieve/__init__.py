@@ -8,6 +8,7 @@ runtime state), ``retrieval`` (catalogs of ID sequences).
 
 from __future__ import annotations
 
+from ._memo import set_memory_budget
 from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from .compile import CompiledGrammar, GrammarCompiler
 from .errors import GrammarError, LimitExceeded, SchemaError, TokensieveError, VocabularyError
@@ -32,4 +33,5 @@ __all__ = [
     "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "set_memory_budget",
 ]

@@ -23,24 +23,12 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 with atheris.instrument_imports(include=["tokensieve"]):
-    from tokensieve import GrammarMatcher, TokenizerInfo, TokensieveError
+    from tokensieve import TokenizerInfo, TokensieveError
 
+from fuzz.text_inputs import SEEDS, TEXT_TARGETS, run_text  # noqa: E402
 from hostile.corpus import real_file_bytes, tekken_small_bytes  # noqa: E402
 from hostile.harness import tiny_compiler  # noqa: E402
 
-TEXT_TARGETS = ("regex", "gbnf", "ebnf", "lark", "schema")
-#: starting inputs of the text targets, written into an empty corpus folder
-SEEDS = {
-    "regex": ["[a-z]+@[0-9]{3}", "(?:ab|c)*d?", "\\d{2,4}-\\w+", "(?=a)[a-c]{1,5}", "\\p{Lu}\\u00e9."],
-    "gbnf": ['root ::= "a" root | "b"', 'root ::= item ("," item)*\nitem ::= [a-z]+ | "(" root ")"'],
-    "ebnf": ['root ::= "a" root | "b"', 'root ::= item ("," item)*\nitem ::= [a-z]+ | "(" root ")"'],
-    "lark": ['start: item ("," item)*\nitem: WORD | "(" start ")"\nWORD: /[a-z]+/', 'start: "a" start | "b"'],
-    "schema": [
-        '{"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}}, "required": ["a"]}',
-        '{"$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}}, "$ref": "#/$defs/t"}',
-        '{"anyOf": [{"type": "string", "pattern": "^[a-z]+$", "maxLength": 8}, {"enum": [1, "x", null]}]}',
-    ],
-}
 FILE_TARGETS = {"gguf": ".gguf", "sentencepiece": ".model", "tekken": ".json"}
 
 
@@ -58,14 +46,7 @@ def main() -> None:
     def one_input(data: bytes) -> None:
         try:
             if target in TEXT_TARGETS:
-                text = data.decode("utf-8", "replace")
-                if target == "regex":
-                    compiled = compiler.compile_regex(text)
-                elif target == "schema":
-                    compiled = compiler.compile_json_schema(text)
-                else:
-                    compiled = compiler.compile_grammar(text, syntax=target)
-                GrammarMatcher(compiled).next_token_mask()
+                run_text(compiler, target, data.decode("utf-8", "replace"))
             else:
                 fdp = atheris.FuzzedDataProvider(data)
                 at = fdp.ConsumeIntInRange(0, len(seed) - 1)

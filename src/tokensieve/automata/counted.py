@@ -10,10 +10,9 @@ shifted ``n`` times with array operations.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
+from .._memo import memoized
 from ..errors import LimitExceeded
 from ..ir.nodes import Automaton, Node, repeat
 from ..limits import Limits
@@ -111,7 +110,7 @@ def _counted(unit: ByteDFA, min_count: int, max_count: int | None, limits: Limit
     return node
 
 
-@lru_cache(maxsize=128)
+@memoized(max_entries=128)
 def cached_counted_repeat(
     item: Node, min_count: int, max_count: int | None, limits: Limits
 ) -> Automaton | None:

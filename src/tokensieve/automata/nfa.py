@@ -15,10 +15,11 @@ state (its byte ranges merged), with the accepting states linked to the exit.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
+from .._memo import memoized
 from ..errors import GrammarError, LimitExceeded
 from ..ir.nodes import (
     EMPTY,
@@ -79,7 +80,7 @@ _Template = tuple[tuple[tuple[Ranges | None, int, tuple[int, ...] | None], ...],
 _SINGLE_BYTE: tuple[Ranges, ...] = tuple(((b, b),) for b in range(256))
 
 
-@lru_cache(maxsize=4096)
+@memoized(max_entries=4096)
 def _class_template(ranges: tuple[tuple[int, int], ...]) -> _Template:
     """Relative node list ``(ranges, out, eps)`` of a code point class, with entry and exit."""
     auto = class_automaton(ranges)
@@ -103,7 +104,7 @@ def _class_template(ranges: tuple[tuple[int, int], ...]) -> _Template:
 _RUN_DTYPE = np.dtype("<i4")
 
 
-@lru_cache(maxsize=64)
+@memoized(max_entries=64)
 def automaton_runs(node: Automaton) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The checked transitions of an embedded automaton as ``int64`` arrays ``(source, lo, hi, target)``.
 
@@ -154,7 +155,7 @@ def automaton_edges(node: Automaton) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return np.repeat(src, lengths), np.repeat(lo, lengths) + offsets, np.repeat(dst, lengths)
 
 
-@lru_cache(maxsize=64)
+@memoized(max_entries=64)
 def _automaton_template(node: Automaton) -> _Template:
     """Relative node list of an embedded automaton, with entry and exit."""
     src, lo, hi, dst = automaton_runs(node)
@@ -254,7 +255,7 @@ class _Builder:
             e = self.new_eps()
             return e, e
         if kind is Automaton:
-            nodes, entry, exit_rel = _automaton_template(node)
+            nodes, entry, exit_rel = _automaton_template(cast(Automaton, node))
             self.check(len(nodes))
             base = len(nfa.out)
             for rs, out, eps in nodes:

@@ -18,12 +18,10 @@ identical tables.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from .._arrays import sorted_unique
-from .._memo import BoundedMemo
+from .._memo import BoundedMemo, memoized
 from ..errors import GrammarError, LimitExceeded
 from ..ir.grammar import referenced_rules
 from ..ir.nodes import (
@@ -416,7 +414,7 @@ def is_empty_ir(node: Node, limits: Limits | None = None) -> bool:
     return memo[id(node)]
 
 
-@lru_cache(maxsize=64)
+@memoized(max_entries=64)
 def _automaton_is_empty(node: Automaton) -> bool:
     """Whether no accepting state is reachable (nodes built by hand need not be trimmed)."""
     accepting = np.frombuffer(node.accepting, dtype=np.uint8).astype(bool)

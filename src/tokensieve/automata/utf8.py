@@ -11,8 +11,7 @@ points it holds.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from .._memo import memoized
 from ..ir.nodes import MAX_CODE_POINT, SURROGATES
 
 __all__ = ["utf8_sequences", "class_sequences", "ClassAutomaton", "class_automaton"]
@@ -85,7 +84,7 @@ def utf8_sequences(lo: int, hi: int) -> list[Seq]:
     return out
 
 
-@lru_cache(maxsize=4096)
+@memoized(max_entries=4096)
 def class_sequences(ranges: Seq) -> tuple[Seq, ...]:
     """All UTF-8 sequences of a normalised code point class (memoised)."""
     seqs: list[Seq] = []
@@ -118,7 +117,7 @@ class ClassAutomaton:
         self.num_edges = sum(len(e) for e in edges)
 
 
-@lru_cache(maxsize=4096)
+@memoized(max_entries=4096)
 def class_automaton(ranges: Seq) -> ClassAutomaton:
     """Build (memoised) the byte automaton of a normalised code point class."""
     children: list[dict[tuple[int, int, bool], int]] = [{}]

@@ -49,8 +49,7 @@ Other names (``regex``, ``idn-email``, ``idn-hostname``, ...) give
 
 from __future__ import annotations
 
-from functools import lru_cache
-
+from .._memo import memoized
 from ..ir.nodes import Node, alt, concat, literal
 from .regex import parse_regex
 
@@ -215,7 +214,7 @@ _PATTERNS = {
 FORMATS = frozenset(_PATTERNS) | {"time", "date-time"}
 
 
-@lru_cache(maxsize=32)
+@memoized(max_entries=32)
 def format_content(name: str) -> Node | None:
     """The decoded-text language of a JSON Schema string ``format``.
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from functools import lru_cache
 
+from .._memo import memoized
 from ..errors import GrammarError
 from ..ir.nodes import (
     EMPTY,
@@ -117,7 +117,7 @@ def _subtract(a: Ranges, b: Ranges) -> Ranges:
     return tuple(out)
 
 
-@lru_cache(maxsize=64)
+@memoized(max_entries=64)
 def _hex_digit(lo: int, hi: int) -> Node:
     """One hexadecimal digit (either letter case) with a value in ``lo..hi``."""
     ranges = []
@@ -138,7 +138,7 @@ def _hex4(lo: int, hi: int) -> Node:
 _U = literal("\\u")
 
 
-@lru_cache(maxsize=4096)
+@memoized(max_entries=4096)
 def _char_node(ranges: Ranges) -> Node:
     parts: list[Node] = []
     # raw UTF-8
@@ -460,7 +460,7 @@ def json_string_pattern(pattern: str, limits: Limits | None = None) -> Node:
     return _pattern(pattern, limits or Limits())
 
 
-@lru_cache(maxsize=256)
+@memoized(max_entries=256)
 def _pattern(pattern: str, limits: Limits) -> Node:
     check_pattern_length(pattern, limits)  # the pieces are parsed one by one
     found = find_lookaheads(pattern)

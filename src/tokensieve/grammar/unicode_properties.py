@@ -17,12 +17,12 @@ approximated.
 
 from __future__ import annotations
 
-import functools
 import threading
 import unicodedata
 
 import numpy as np
 
+from .._memo import memoized
 from ..ir.nodes import MAX_CODE_POINT, Ranges, normalize_ranges
 
 __all__ = ["UnknownProperty", "UnsupportedProperty", "property_ranges"]
@@ -121,7 +121,7 @@ def _categories() -> np.ndarray:
         return _table
 
 
-@functools.lru_cache(maxsize=64)
+@memoized(max_entries=64)
 def _ranges_of(categories: tuple[str, ...]) -> Ranges:
     """The code points whose General_Category is one of ``categories``, as ranges."""
     wanted = np.zeros(len(_CODES), dtype=bool)

@@ -8,12 +8,12 @@ the automata built from them, and their products and differences, from
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..._memo import memoized
 from ...automata.blank_runs import BLANK
 from ...automata.counted import blank_run
 from ...ir.nodes import (
@@ -52,7 +52,7 @@ def string_char() -> Node:
     return _strings.json_string_char()
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(max_entries=1)
 def any_string_content() -> Node:
     """The content (between the quotes) of any JSON string.
 
@@ -99,7 +99,7 @@ def pattern_content(pattern: str, limits: Any) -> Node:
     return _strings.json_string_pattern(pattern, limits)
 
 
-@functools.lru_cache(maxsize=64)
+@memoized(max_entries=64)
 def format_content(name: str) -> Node | None:
     """Content of the strings of a ``format`` (None: not known).
 
@@ -171,7 +171,7 @@ def number_literal(value: int | float) -> Node:
 
 
 # ------------------------------------------------------------------- layout
-@functools.lru_cache(maxsize=16)
+@memoized(max_entries=16)
 def _ws_run(most: int) -> Node:
     return blank_run(most)
 

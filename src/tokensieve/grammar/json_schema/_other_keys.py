@@ -31,11 +31,11 @@ minimal difference; its states are not numbered breadth-first.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 
+from ..._memo import memoized
 from ...automata.build import ir_to_dfa
 from ...automata.dfa import ByteDFA
 from ...automata.ops import dfa_to_ir
@@ -48,7 +48,7 @@ from ._lexical import any_string_content
 __all__ = ["other_keys_content"]
 
 
-@functools.lru_cache(maxsize=1)
+@memoized(max_entries=1)
 def _any_string() -> tuple[np.ndarray, np.ndarray, int]:
     """The any-string automaton: ``(table, accepting, start)``, read-only."""
     dfa = ir_to_dfa(any_string_content())
@@ -63,7 +63,7 @@ def _any_string() -> tuple[np.ndarray, np.ndarray, int]:
 _Spelling = tuple[int, tuple[bool, ...], tuple[dict[int, int], ...]]
 
 
-@functools.lru_cache(maxsize=4096)
+@memoized(max_entries=4096)
 def _spelling(char: str) -> _Spelling | None:
     """The automaton of ``char``'s spellings, or ``None`` when a spelling ends where another goes on."""
     dfa = ir_to_dfa(json_string_content(literal(char)))
