@@ -16,6 +16,7 @@ EXAMPLES=${EXAMPLES:-20000}          # hypothesis examples per target
 ATHERIS_RUNS=${ATHERIS_RUNS:-100000} # atheris inputs per target, at most
 ATHERIS_SECONDS=${ATHERIS_SECONDS:-600} # and at most this long per target
 ATHERIS_TARGETS=${ATHERIS_TARGETS:-"regex gbnf ebnf lark schema gguf sentencepiece tekken"}
+ATHERIS_RSS_MB=${ATHERIS_RSS_MB:-4096} # libFuzzer's out-of-memory stop, resident MB
 OUT_DIR=${OUT_DIR:-/tmp/tokensieve-fuzz}
 mkdir -p "$OUT_DIR"
 status=0
@@ -31,7 +32,7 @@ if python3 -c "import atheris" 2>/dev/null; then
     echo "== atheris $target: at most $ATHERIS_RUNS runs or $ATHERIS_SECONDS s"
     mkdir -p "$OUT_DIR/corpus-$target"
     if ! python3 tests/fuzz/atheris_main.py "$target" "$OUT_DIR/corpus-$target" \
-      -runs="$ATHERIS_RUNS" -max_total_time="$ATHERIS_SECONDS" -timeout=20 -rss_limit_mb=4096 -artifact_prefix="$OUT_DIR/$target-" \
+      -runs="$ATHERIS_RUNS" -max_total_time="$ATHERIS_SECONDS" -timeout=20 -rss_limit_mb="$ATHERIS_RSS_MB" -artifact_prefix="$OUT_DIR/$target-" \
       >"$OUT_DIR/atheris-$target.log" 2>&1; then
       status=1
       echo "   crash or hang: see $OUT_DIR/atheris-$target.log"
