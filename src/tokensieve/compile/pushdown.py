@@ -38,6 +38,7 @@ from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .constraint import CompiledConstraint
+from .frame_walk import FrameTables, frame_walk
 from .shared_masks import mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
 from .vocab_cache import mask_builder_for
@@ -112,6 +113,9 @@ class CompiledPushdownGrammar(CompiledConstraint):
         Constraints that are reported as not enforced.
     """
 
+    #: whether frame walks run in the JIT kernel of :mod:`.frame_walk`
+    walk_kernel = True
+
     def __init__(
         self,
         network: RuleNetwork,
@@ -164,6 +168,8 @@ class CompiledPushdownGrammar(CompiledConstraint):
         # states where a walk path calls or may return (see _frame_walks)
         self._special = accepting | calling
         self._view_cache: AutomatonView | None = None
+        self._tables_cache: FrameTables | None = None
+        self._stack_masks: dict[tuple[Config, int, bytes], np.ndarray] = {}
         # frames pushed inside one token: id -> (frames below, return state); 0 is none
         self._push_ids: dict[tuple[int, int], int] = {}
         self._push_below: list[int] = [0]
@@ -524,6 +530,10 @@ class CompiledPushdownGrammar(CompiledConstraint):
         if len(self._walks) >= _MAX_MEMO_WALKS:
             self._forget_walks()
         if start_nodes is None:
+            if self.walk_kernel:
+                results = self._root_walks([g], None)
+                self._keep_root_walks([g], results)
+                return results[0]
             return self._walk_neighbourhood(g)
         mask, escapes = self._frame_walks([g], start_nodes, need_escapes)[0]
         self._walks[key] = (start_nodes, mask, escapes)
@@ -654,6 +664,15 @@ class CompiledPushdownGrammar(CompiledConstraint):
             view = self._view_cache = AutomatonView(self._gtrans, self._special)
         return view
 
+    def _frame_tables(self) -> FrameTables:
+        tables = self._tables_cache
+        if tables is None:
+            view = self._view()
+            tables = self._tables_cache = FrameTables(
+                self._gtrans, np.array(self._gaccept, dtype=bool), self._gcalls, view.loops, view.utf8
+            )
+        return tables
+
     def _push(self, below: int, ret: int) -> int:
         """The id of the frames pushed inside a token: those of ``below``, then ``ret``."""
         key = (below, ret)
@@ -689,6 +708,10 @@ class CompiledPushdownGrammar(CompiledConstraint):
         on below their nodes, until no path is new. Raises
         :class:`FrontierTooLarge` past ``max_frontier`` pairs in one pass.
         """
+        if self.walk_kernel:
+            tables = self._frame_tables()
+            depth = self.limits.max_stack_depth
+            return [frame_walk(tables, self._builder, g, start_nodes, depth) for g in origins]
         b = self._builder
         view = self._view()
         k = len(origins)
@@ -773,6 +796,21 @@ class CompiledPushdownGrammar(CompiledConstraint):
             result = self._walk(suffix[0], nodes, need_escapes)
         self._levels[suffix] = result
         return result
+
+    def _stack_walk(self, stack: Config, nodes: np.ndarray) -> np.ndarray:
+        """The tokens the frames of ``stack`` (bottom first) allow below ``nodes``, where the frame above
+        them has returned: one walk through all of them (see :func:`~tokensieve.compile.frame_walk.frame_walk`)."""
+        key = (stack, nodes.size, hashlib.blake2b(nodes.tobytes(), digest_size=16).digest())
+        hit = self._stack_masks.get(key)
+        if hit is not None:
+            return hit
+        if len(self._stack_masks) >= _MAX_MEMO_WALKS:
+            self._stack_masks.clear()
+        mask, _ = frame_walk(
+            self._frame_tables(), self._builder, stack[-1], nodes, self.limits.max_stack_depth, stack[:-1]
+        )
+        self._stack_masks[key] = mask
+        return mask
 
     def _copies(self) -> tuple[list[int], list[int]]:
         """The states of bounded blank runs whose walks are derived, not walked.
@@ -942,6 +980,12 @@ class CompiledPushdownGrammar(CompiledConstraint):
         parts: list[np.ndarray] = []
         for config in self._seeds[state]:
             if not config:
+                continue
+            if self.walk_kernel:
+                mask, nodes = self._level(config[-1:], len(config) > 1)
+                parts.append(mask)
+                if len(config) > 1 and nodes is not None and nodes.size:
+                    parts.append(self._stack_walk(config[:-1], nodes))
                 continue
             for depth in range(1, len(config) + 1):
                 mask, nodes = self._level(config[-depth:], depth < len(config))

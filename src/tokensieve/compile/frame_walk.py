@@ -1,0 +1,197 @@
+"""Frame walks of a rule network: the tokens one frame allows, depth first over the token trie.
+
+A *frame walk* (see :mod:`.pushdown`) starts from the frame of one global
+state alone at some trie nodes and follows the token bytes below them. A path
+is a trie node and a configuration: the state on top and the frames pushed
+since the walk began. A byte moves the top state through the global
+transition table; a state that calls pushes ``(callee start, return state)``
+(a tail call replaces the top instead); a state that may return pops the last
+pushed frame, or, with nothing pushed, marks the node as an *escape node*: the
+frame below the origin's goes on from there. A node's configurations are kept
+distinct, so an ambiguous grammar does not multiply paths.
+
+Every token whose bytes a path reads to the end is allowed. A configuration
+whose state loops on every byte below its node (counting well-formed UTF-8
+characters as loop bytes for a state that takes each back to itself) allows
+the whole subtree at once, and the walk does not descend there: the calls,
+returns and escape nodes it would meet below could only add tokens below the
+node, all allowed already.
+
+The walk is one loop in a numba kernel (:mod:`._frame_kernel`, imported on the
+first walk), so its cost is the trie nodes and configurations it visits, a few
+nanoseconds each, whatever the depth of the stack it serves.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+
+from ..bitmask import friendly_zeros
+from ..errors import LimitExceeded
+
+if TYPE_CHECKING:
+    from .token_masks import TokenMaskBuilder
+
+__all__ = ["FrameTables", "frame_walk"]
+
+_TRIES: weakref.WeakKeyDictionary[TokenMaskBuilder, tuple[np.ndarray, ...]] = weakref.WeakKeyDictionary()
+_SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
+
+
+class FrameTables:
+    """A rule network's global automaton as the frame walk reads it.
+
+    Parameters
+    ----------
+    transitions
+        ``int32 (S, 256)``: the global byte transitions (-1: none).
+    accepting
+        ``bool (S,)``: the states where a rule may return.
+    calls
+        Per global state, its ``(callee start state, return state)`` edges
+        (return state -1: a tail call).
+    loops, utf8
+        ``uint64 (S, 4)`` loop bytes of each state (the bytes 0x80-0xFF
+        included for ``utf8`` states) and ``bool (S,)``: the states that take
+        every well-formed UTF-8 character back to themselves (see
+        :class:`~tokensieve.compile.token_masks.AutomatonView`).
+    """
+
+    def __init__(
+        self,
+        transitions: np.ndarray,
+        accepting: np.ndarray,
+        calls: list[tuple[tuple[int, int], ...]],
+        loops: np.ndarray,
+        utf8: np.ndarray,
+    ) -> None:
+        self.trans = np.ascontiguousarray(transitions, dtype=np.int32).reshape(-1)
+        self.accept = np.ascontiguousarray(accepting, dtype=np.bool_)
+        sizes = np.fromiter(map(len, calls), dtype=np.int64, count=len(calls))
+        self.call_start = np.zeros(len(calls) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.call_start[1:])
+        flat = [edge for edges in calls for edge in edges]
+        self.call_callee = np.array([c for c, _ in flat], dtype=np.int64)
+        self.call_ret = np.array([r for _, r in flat], dtype=np.int64)
+        self.special = self.accept | (sizes > 0)
+        self.loops = np.ascontiguousarray(loops, dtype=np.uint64)
+        self.has_loop = (self.loops != 0).any(axis=1)
+        self.utf8 = np.ascontiguousarray(utf8, dtype=np.bool_)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the tables (the transition table included)."""
+        return int(sum(a.nbytes for a in vars(self).values() if isinstance(a, np.ndarray)))
+
+
+def _trie_arrays(builder: TokenMaskBuilder) -> tuple[np.ndarray, ...]:
+    """The trie as the kernel reads it, once per vocabulary."""
+    known = _TRIES.get(builder)
+    if known is None:
+        trie = builder.trie
+        ids = trie.child_ids.astype(np.int64)
+        known = (
+            trie.child_start.astype(np.int64),
+            ids,
+            trie.node_byte.astype(np.int64)[ids],
+            trie.token_lo.astype(np.int64),
+            trie.token_mid.astype(np.int64),
+            trie.token_hi.astype(np.int64),
+            np.ascontiguousarray(trie.subtree_bytes, dtype=np.uint64),
+            np.ascontiguousarray(builder.utf8_ok, dtype=np.bool_),
+            trie.sorted_tokens.astype(np.int64),
+        )
+        _TRIES[builder] = known
+    return known
+
+
+def _scratch(builder: TokenMaskBuilder) -> tuple[np.ndarray, np.ndarray, int]:
+    """This thread's marks of the trie nodes a walk has been at (see :mod:`._frame_kernel`), and a new
+    call id for them."""
+    per_thread = _SCRATCH.get(builder)
+    if per_thread is None:
+        per_thread = _SCRATCH.setdefault(builder, threading.local())
+    marks = getattr(per_thread, "marks", None)
+    if marks is None:
+        n = int(builder.trie.num_nodes)
+        marks = per_thread.marks = [np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), 0]
+    marks[2] += 1
+    return marks[0], marks[1], marks[2]
+
+
+def frame_walk(
+    tables: FrameTables,
+    builder: TokenMaskBuilder,
+    origin: int,
+    start_nodes: np.ndarray | None,
+    max_stack_depth: int,
+    below: Sequence[int] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens the frame of global state ``origin`` allows below ``start_nodes``, and its escape nodes.
+
+    Parameters
+    ----------
+    tables
+        The rule network's automaton.
+    builder
+        The vocabulary's mask builder (its trie).
+    origin
+        The global state on top of the frame.
+    start_nodes
+        Trie nodes the walk starts from (None: the root). The tokens that end
+        exactly at a start node are allowed too.
+    max_stack_depth
+        The most frames one path may push.
+    below
+        The frames under the origin's, bottom first (their states to return
+        to): the walk returns into them, and escapes only where the last
+        returns. Empty: the origin's frame alone.
+
+    Returns
+    -------
+    (mask, escapes)
+        The packed ``int32`` mask (no stop tokens; read-only) and the escape
+        nodes (``int32``, sorted, distinct).
+
+    Raises
+    ------
+    LimitExceeded
+        When a path pushes more than ``max_stack_depth`` frames.
+    """
+    from ._frame_kernel import walk_kernel as kernel  # numba: imported on the first walk only
+
+    walk_kernel = cast("Callable[..., tuple[np.ndarray, int, int]]", kernel)
+
+    trie = _trie_arrays(builder)
+    nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else np.ascontiguousarray(start_nodes, dtype=np.int64)
+    mask = friendly_zeros(builder.num_words, np.uint32)
+    escapes, count, work = walk_kernel(
+        tables.trans,
+        tables.accept,
+        tables.special,
+        tables.call_start,
+        tables.call_callee,
+        tables.call_ret,
+        tables.has_loop,
+        tables.loops,
+        tables.utf8,
+        *trie,
+        int(origin),
+        np.asarray(below, dtype=np.int64),
+        nodes,
+        int(max_stack_depth),
+        int(builder.trie.max_depth),
+        mask,
+        *_scratch(builder),
+    )
+    if work < 0:
+        raise LimitExceeded("max_stack_depth", max_stack_depth, "the parse stack is too deep")
+    builder.add_work(int(work))
+    out = mask.view(np.int32)
+    out.setflags(write=False)
+    return out, np.unique(escapes[:count]).astype(np.int32)
