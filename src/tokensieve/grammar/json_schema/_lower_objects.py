@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 
 from ...errors import LimitExceeded
-from ...ir.nodes import EMPTY, NOTHING, Alt, Concat, Empty, Node, concat, is_nothing, optional, repeat, star
+from ...ir.nodes import EMPTY, NOTHING, Node, concat, is_nothing, optional, repeat, star
 from . import _lexical as lx
 from ._lexical import Layout, alt, container, quoted
 from ._load import Loc
@@ -53,14 +53,17 @@ class ObjectLowering(Merged):
         return locs, True
 
     def _check_copies(self, count: int, prefix: int) -> None:
-        """Refuse a sequence of ``count`` properties, ``prefix`` optional ones first, whose tails cost too many states.
+        """Refuse a sequence of ``count`` properties, ``prefix`` optional ones first, too costly to build.
 
-        Each optional property before the first required one starts a copy of
-        the tail: about ``(prefix + 1) * (count + 1)`` NFA states, bounded by a
-        tenth of ``max_nfa_states``.
+        The members that may come first (the optional ones before the first
+        required one, and it) are each written about ``log2(prefix + 1)``
+        times (see :meth:`_sequence`), the others once: bounded by a two
+        hundredth of ``max_nfa_states`` (5,000 members with the defaults, about
+        450 optional properties in a row; compiling such an object takes a
+        few seconds).
         """
-        copies = (prefix + 1) * (count + 1)
-        budget = max(1000, self.low.limits.max_nfa_states // 10)
+        copies = count + (prefix + 1) * (prefix + 1).bit_length()
+        budget = max(1000, self.low.limits.max_nfa_states // 200)
         if copies > budget:
             raise LimitExceeded(
                 "max_nfa_states",
@@ -252,22 +255,35 @@ class ObjectLowering(Merged):
             )
         if self.low.property_order == "any" and 1 < len(members) <= self.low.limits.max_any_order_properties:
             return self._any_order(members, extra, layout, depth)
-        self._check_copies(len(members), next((i for i, m in enumerate(members) if m[2]), len(members)))
+        prefix = next((i for i, m in enumerate(members) if m[2]), len(members))
+        self._check_copies(len(members), prefix)
         more = star(concat(sep, extra)) if extra is not None else EMPTY
-        tail: Node = more
-        tails: list[Node] = [EMPTY] * (len(members) + 1)
-        tails[len(members)] = tail
-        # nested (not flattened) nodes: linear time and a DAG of linear size
-        for i in range(len(members) - 1, -1, -1):
-            piece = concat(sep, members[i][1])
-            tail = _cat(_cat(more, piece if members[i][2] else optional(piece)), tail)
-            tails[i] = tail
-        heads: Node = NOTHING
-        for i in range(len(members) - 1, -1, -1):
-            start = _cat(members[i][1], tails[i + 1])
-            heads = start if members[i][2] else _or(start, heads)
+
+        def after(a: int, b: int) -> Node:
+            """Members ``a`` to ``b - 1`` once an item was written: each with its separator."""
+            parts: list[Node] = []
+            for _, member, required in members[a:b]:
+                piece = concat(sep, member)
+                parts += [piece if required else optional(piece), more]
+            return concat(*parts)
+
+        def first(a: int, b: int) -> Node:
+            """The first item among members ``a`` to ``b - 1`` (all optional but maybe the last),
+            then the rest of them after it.
+
+            Halving keeps the IR at ``O(n log n)`` members and ``O(log n)`` deep; spelling out
+            the rest of the object after each possible first item grew quadratically.
+            """
+            if b - a == 1:
+                return concat(members[a][1], more)
+            mid = (a + b) // 2
+            return alt(concat(first(a, mid), after(mid, b)), first(mid, b))
+
+        # the first item is a member up to the first required one, or an extra key
+        last = min(prefix, len(members) - 1)
+        heads = concat(first(0, last + 1), after(last + 1, len(members))) if members else NOTHING
         if extra is not None:
-            heads = alt(heads, concat(extra, tails[0]))
+            heads = alt(heads, concat(extra, more, after(0, len(members))))
         return container("{", "}", heads, n_req == 0, layout, depth)
 
     def _enumerated(
@@ -356,25 +372,3 @@ class ObjectLowering(Merged):
             heads = alt(heads, concat(extra, more, perm(everything, False)))
         n_req = sum(1 for m in members if m[2])
         return container("{", "}", heads, n_req == 0, layout, depth)
-
-
-def _cat(a: Node, b: Node) -> Node:
-    """``a`` then ``b`` without flattening (constant time)."""
-    if isinstance(a, Empty):
-        return b
-    if isinstance(b, Empty):
-        return a
-    if is_nothing(a) or is_nothing(b):
-        return NOTHING
-    return Concat((a, b))
-
-
-def _or(a: Node, b: Node) -> Node:
-    """``a`` or ``b`` without flattening (constant time)."""
-    if is_nothing(a):
-        return b
-    if is_nothing(b):
-        return a
-    if isinstance(a, Empty) or isinstance(b, Empty):
-        return alt(a, b)
-    return Alt((a, b))
