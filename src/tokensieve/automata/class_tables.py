@@ -16,6 +16,7 @@ algorithm (:mod:`.minimize`).
 from __future__ import annotations
 
 import numpy as np
+from numpy.random import default_rng  # imported with the module: numpy loads it lazily, ~5 ms
 
 from .._arrays import sorted_unique
 from ..errors import GrammarError
@@ -252,7 +253,7 @@ def _moore(table: np.ndarray, accepting: np.ndarray) -> np.ndarray | None:
     """
     valid = table >= 0
     safe = np.where(valid, table, 0)
-    rng = np.random.default_rng(0x5EED)
+    rng = default_rng(0x5EED)
     mult = rng.integers(1, 1 << 62, size=table.shape[1] + 1, dtype=np.int64).astype(np.uint64) * 2 + 1
     block = accepting.astype(np.int64)
     count = len(sorted_unique(block))

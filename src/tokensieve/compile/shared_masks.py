@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from numpy.random import default_rng  # imported with the module: numpy loads it lazily, ~5 ms
 
 from .._arrays import or_distinct_bits
 from .._memo import BoundedMemo
@@ -391,14 +392,14 @@ def _row_groups(rows: np.ndarray) -> tuple[np.ndarray, int]:
 
 def _column_weights(rows: int) -> np.ndarray:
     """Random ``int32`` weights for a column hash over ``rows`` rows."""
-    return np.random.default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
+    return default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
 
 
 def _weights(width: int) -> np.ndarray:
     """Odd random 64-bit weights for a row hash of ``width`` columns (fixed per width)."""
     w = _WEIGHTS.get(width)
     if w is None:
-        w = np.random.default_rng(0x5EED + width).integers(1, 2**62, size=width, dtype=np.int64) | np.int64(1)
+        w = default_rng(0x5EED + width).integers(1, 2**62, size=width, dtype=np.int64) | np.int64(1)
         _WEIGHTS[width] = w
     return w
 
