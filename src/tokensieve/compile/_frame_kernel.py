@@ -10,6 +10,12 @@ since the origin) is interned to an id, and the set of configurations at a
 trie node, closed under calls and returns, is interned too: a node's set and
 a byte give the child's set through a table filled on first use, so a node
 costs one lookup per child however many configurations it holds.
+
+The kernel allocates nothing that grows: its tables come from the caller (a
+workspace, see :class:`~tokensieve.compile.frame_walk.Workspace`), and when
+one is full it stops and says so, and the caller walks again with larger
+ones. (Arrays rebound inside the loop would cost reference counting on every
+step.)
 """
 
 from __future__ import annotations
@@ -18,137 +24,47 @@ import numpy as np
 from numba import njit, types
 from numba.typed import Dict
 
-
-@njit(cache=True, nogil=True, inline="always")
-def _grow(a: np.ndarray, need: int, fill: int) -> np.ndarray:  # pragma: no cover - compiled
-    """``a`` with room for ``need`` rows at least (new rows set to ``fill``)."""
-    size = a.shape[0]
-    if size >= need:
-        return a
-    while size < need:
-        size *= 2
-    out = np.full((size,) + a.shape[1:], fill, dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
+#: columns of the per-configuration table
+_STATE, _PUSHED, _REACH_AT, _REACH_LEN, _MARK = range(5)
+#: columns of the per-set table
+_AT, _LEN, _ESCAPES, _NEXT, _LOOP_AT, _LOOP_LEN, _LIVE_AT, _LIVE_LEN = range(8)
+#: the status of a walk that ran out of room in its workspace
+FULL = -2
+#: the status of a walk that pushed more frames than the bound
+TOO_DEEP = -1
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _collect(  # pragma: no cover - compiled
-    q: int,
-    pushed: int,
-    num_states: int,
-    ids: Dict,
-    count: int,
-    stamp: int,
-    out: np.ndarray,
-    n_out: int,
-    cfg_state: np.ndarray,
-    cfg_push: np.ndarray,
-    reach_start: np.ndarray,
-    reach_len: np.ndarray,
-    mark: np.ndarray,
-) -> tuple[int, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Append configuration (state ``q``, frames ``pushed``) to ``out[:n_out]`` unless marked with
-    ``stamp``; interns it first (``q`` itself when nothing is pushed, else the next id, ``count``).
-
-    Returns the new count, ``out`` and its length, and the per-configuration arrays (grown if need be).
-    """
-    nc = q
-    if pushed != 0:
-        key = pushed * num_states + q
-        if key in ids:
-            nc = ids[key]
-        else:
-            nc = count
-            ids[key] = nc
-            if nc >= cfg_state.shape[0]:
-                cfg_state = _grow(cfg_state, nc + 1, 0)
-                cfg_push = _grow(cfg_push, nc + 1, 0)
-                reach_start = _grow(reach_start, nc + 1, -1)
-                reach_len = _grow(reach_len, nc + 1, 0)
-                mark = _grow(mark, nc + 1, 0)
-            cfg_state[nc] = q
-            cfg_push[nc] = pushed
-            count += 1
-    if mark[nc] != stamp:
-        mark[nc] = stamp
-        out = _grow(out, n_out + 1, 0)
-        out[n_out] = nc
-        n_out += 1
-    return count, out, n_out, cfg_state, cfg_push, reach_start, reach_len, mark
+def _config(q: int, pushed: int, num_states: int, ids: Dict, cfg: np.ndarray, count: int) -> tuple[int, int]:
+    """The id of configuration (state ``q``, frames ``pushed``) and the new count of ids: ``q`` itself
+    when nothing is pushed, else interned in ``ids`` and ``cfg`` (-1 when ``cfg`` is full)."""
+    if pushed == 0:
+        return q, count
+    key = pushed * num_states + q
+    if key in ids:
+        return ids[key], count
+    if count == cfg.shape[0]:
+        return -1, count
+    ids[key] = count
+    cfg[count, _STATE] = q
+    cfg[count, _PUSHED] = pushed
+    cfg[count, _REACH_AT] = -1
+    return count, count + 1
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _visit(  # pragma: no cover - compiled
-    node: int,
-    sid: int,
-    loop_start: np.ndarray,
-    loop_len: np.ndarray,
-    loopers: np.ndarray,
-    loops: np.ndarray,
-    utf8: np.ndarray,
-    child_start: np.ndarray,
-    token_lo: np.ndarray,
-    token_mid: np.ndarray,
-    token_hi: np.ndarray,
-    sub_bytes: np.ndarray,
-    utf8_ok: np.ndarray,
-    sorted_tokens: np.ndarray,
-    mask: np.ndarray,
-) -> bool:
-    """Allow the tokens of ``node`` reached with set ``sid``; returns whether its whole subtree is allowed
-    (the state of a member, one of the set's ``loopers``, loops on every byte below the node)."""
-    closed = False
-    if child_start[node + 1] > child_start[node]:
-        a = loop_start[sid]
-        for j in range(a, a + loop_len[sid]):
-            q = loopers[j]
-            if (
-                (sub_bytes[node, 0] & ~loops[q, 0])
-                | (sub_bytes[node, 1] & ~loops[q, 1])
-                | (sub_bytes[node, 2] & ~loops[q, 2])
-                | (sub_bytes[node, 3] & ~loops[q, 3])
-            ) != 0:
-                continue
-            if utf8[q] and not utf8_ok[node] and (sub_bytes[node, 2] | sub_bytes[node, 3]) != 0:
-                continue
-            closed = True
-            break
-    end = token_hi[node] if closed else token_mid[node]
-    for t in range(token_lo[node], end):
-        tok = sorted_tokens[t]
-        mask[tok >> 5] |= np.uint32(1) << np.uint32(tok & 31)
-    return closed
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _open_frame(  # pragma: no cover - compiled
-    depth: int,
-    node: int,
-    sid: int,
-    closed: bool,
-    frame_node: np.ndarray,
-    frame_set: np.ndarray,
-    frame_next: np.ndarray,
-    frame_end: np.ndarray,
-    frame_live: np.ndarray,
-    child_start: np.ndarray,
-    live_start: np.ndarray,
-    live_len: np.ndarray,
-) -> None:
-    """Put ``node`` with set ``sid`` on the walk's trie path: its children to try next, none when its
-    subtree is ``closed``, by the set's live bytes when they are fewer than the children."""
-    frame_node[depth] = node
-    frame_set[depth] = sid
-    first, last = child_start[node], child_start[node + 1]
-    if closed:
-        first = last
-    frame_live[depth] = False
-    if live_len[sid] < last - first:
-        frame_live[depth] = True
-        first, last = live_start[sid], live_start[sid] + live_len[sid]
-    frame_next[depth] = first
-    frame_end[depth] = last
+def _listed(c: int, stamp: int, cfg: np.ndarray, out: np.ndarray, n_out: int) -> int:
+    """Append configuration ``c`` to ``out[:n_out]`` unless marked with ``stamp`` already; the new
+    length, or -1 when ``c`` is -1 or ``out`` is full."""
+    if c < 0 or n_out < 0:
+        return -1
+    if cfg[c, _MARK] == stamp:
+        return n_out
+    if n_out == out.shape[0]:
+        return -1
+    cfg[c, _MARK] = stamp
+    out[n_out] = c
+    return n_out + 1
 
 
 @njit(cache=True, nogil=True)
@@ -180,84 +96,79 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
     seen_call: np.ndarray,
     seen_set: np.ndarray,
     call_id: int,
-) -> tuple[np.ndarray, int, int]:
+    pushes: np.ndarray,
+    cfg: np.ndarray,
+    reach: np.ndarray,
+    buf: np.ndarray,
+    sets: np.ndarray,
+    set_trans: np.ndarray,
+    members: np.ndarray,
+    loopers: np.ndarray,
+    live: np.ndarray,
+    escapes: np.ndarray,
+    stamps: np.ndarray,
+) -> tuple[int, int]:
     """Walk the frame of global state ``origin`` with the frames ``below`` it (return states, bottom first;
     none: the frame alone) below each of ``start_nodes``.
 
     See :func:`~tokensieve.compile.frame_walk.frame_walk` for the contract.
-    Writes the allowed tokens into ``mask`` (``uint32`` words) and returns the
-    escape nodes (with repeats), their count, and the work done (trie nodes
-    visited and configurations closed), or -1 when a path pushed more than
-    ``max_stack_depth`` frames.
+    Writes the allowed tokens into ``mask`` (``uint32`` words) and the escape
+    nodes into ``escapes``. ``seen_call``, ``seen_set`` (per trie node) and
+    ``call_id``: with several start nodes, one below another, a node met again
+    with the same set is not walked again. The workspace tables (``pushes`` to
+    ``escapes``) are overwritten; ``stamps[0]`` is a counter kept across walks.
+
+    Returns ``(number of escape nodes, work)``: the work is the trie nodes
+    visited and configurations closed, or :data:`TOO_DEEP` when a path pushed
+    more than ``max_stack_depth`` frames, or :data:`FULL` when a table of the
+    workspace is full.
     """
     num_states = accept.shape[0]
-    # with several start nodes, one below another, a node met again with the same set is not walked
-    # again: per trie node, the call and the set it was last walked with
     single = start_nodes.shape[0] == 1
     # pushed frames: id -> (frames below, return state, depth); 0 is none
-    push_below = np.zeros(64, dtype=np.int64)
-    push_top = np.full(64, -1, dtype=np.int64)
-    push_depth = np.zeros(64, dtype=np.int64)
+    pushes[0, 0] = 0
+    pushes[0, 1] = -1
+    pushes[0, 2] = 0
     num_push = 1
     push_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
-    # configurations: id -> (state, pushed); the id of (q, nothing pushed) is q
-    cap = num_states + 64
-    cfg_state = np.empty(cap, dtype=np.int64)
-    cfg_push = np.zeros(cap, dtype=np.int64)
-    cfg_state[:num_states] = np.arange(num_states)
+    # configurations: id -> (state, pushed, reach, mark); the id of (q, nothing pushed) is q
+    cfg[:num_states, _STATE] = np.arange(num_states)
+    cfg[:num_states, _PUSHED] = 0
+    cfg[:num_states, _REACH_AT] = -1
     num_cfg = num_states
     cfg_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
-    # per configuration, those reached from it by calls and returns (itself excluded), on first use
-    reach_start = np.full(cap, -1, dtype=np.int64)
-    reach_len = np.zeros(cap, dtype=np.int64)
-    reach = np.empty(256, dtype=np.int64)
     num_reach = 0
-    mark = np.zeros(cap, dtype=np.int64)  # stamps, to keep a list of configurations distinct
-    stamp = 0
-    # sets of configurations (sorted ids), closed: members, escape, looping members; child set per byte
-    set_start = np.empty(64, dtype=np.int64)
-    set_len = np.empty(64, dtype=np.int64)
-    set_escape = np.zeros(64, dtype=np.bool_)
-    set_next = np.full(64, -1, dtype=np.int64)  # the next set of the same hash
-    set_trans = np.full((64, 256), -2, dtype=np.int32)  # -2: not known yet, -1: no path
-    members = np.empty(1024, dtype=np.int64)
-    loop_start = np.empty(64, dtype=np.int64)  # the distinct looping states of each set's members
-    loop_len = np.empty(64, dtype=np.int64)
-    loopers = np.empty(64, dtype=np.int64)
-    num_loopers = 0
-    live_start = np.empty(64, dtype=np.int64)  # the bytes on which some member moves, per set
-    live_len = np.empty(64, dtype=np.int64)
-    live = np.empty(1024, dtype=np.int64)
-    num_live = 0
-    num_members = 0
+    stamp = stamps[0]
+    # sets of configurations (sorted ids), closed under calls and returns
     num_sets = 0
+    num_members = 0
+    num_loopers = 0
+    num_live = 0
     set_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
-    buf = np.empty(64, dtype=np.int64)
     # the trie path of the walk
     frame_node = np.empty(max_trie_depth + 2, dtype=np.int64)
     frame_live = np.zeros(max_trie_depth + 2, dtype=np.bool_)  # iterating the set's live bytes
     frame_set = np.empty(max_trie_depth + 2, dtype=np.int64)
     frame_next = np.empty(max_trie_depth + 2, dtype=np.int64)
     frame_end = np.empty(max_trie_depth + 2, dtype=np.int64)
-    escapes = np.empty(64, dtype=np.int64)
     num_escapes = 0
-    visits = 0  # trie nodes visited, and sets built
+    visits = 0
     origin_set = -1  # the set of the origin alone, once known
     # the frames below the origin's (bottom first), as pushed frames that count nothing toward the bound
     origin_cfg = origin
+    if below.shape[0] + 1 > pushes.shape[0]:
+        return 0, FULL
     for k in range(below.shape[0]):
-        push_below = _grow(push_below, num_push + 1, 0)
-        push_top = _grow(push_top, num_push + 1, -1)
-        push_depth = _grow(push_depth, num_push + 1, 0)
-        push_below[num_push] = num_push - 1 if k else 0
-        push_top[num_push] = below[k]
-        push_depth[num_push] = 0
+        pushes[num_push, 0] = num_push - 1 if k else 0
+        pushes[num_push, 1] = below[k]
+        pushes[num_push, 2] = 0
         num_push += 1
     if below.shape[0]:
         origin_cfg = num_cfg
         cfg_ids[(num_push - 1) * num_states + origin] = origin_cfg  # (the frames are not interned)
-        cfg_state[origin_cfg] = origin
-        cfg_push[origin_cfg] = num_push - 1
+        cfg[origin_cfg, _STATE] = origin
+        cfg[origin_cfg, _PUSHED] = num_push - 1
+        cfg[origin_cfg, _REACH_AT] = -1
         num_cfg += 1
     sid = -1
     for s in range(start_nodes.shape[0]):
@@ -268,52 +179,51 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
         node = start_nodes[s]
         depth = 0
         while True:
-            # ---- the set of the next node: seeds (or the byte successors of a set), closed and interned
+            # ---- the set of the next node: known, or the origin's or a set's byte successors, closed
             known = known_set >= 0 or (pending_set < 0 and origin_set >= 0)
+            n_buf = 0
             if known:
                 sid = known_set if known_set >= 0 else origin_set
-                n_buf = 0
-            elif pending_set >= 0:
-                n_buf = 0
-                stamp += 1
-                a = set_start[pending_set]
-                for j in range(a, a + set_len[pending_set]):
-                    c = members[j]
-                    t = trans[cfg_state[c] * 256 + pending_byte]
-                    if t < 0:
-                        continue
-                    num_cfg, buf, n_buf, cfg_state, cfg_push, reach_start, reach_len, mark = _collect(
-                        t, cfg_push[c], num_states, cfg_ids, num_cfg, stamp, buf, n_buf,
-                        cfg_state, cfg_push, reach_start, reach_len, mark,
-                    )
             else:
                 stamp += 1
-                n_buf = 1
-                buf[0] = origin_cfg
-                mark[origin_cfg] = stamp
-            # the closure of each member under calls and returns (memoised per configuration)
-            n_direct = n_buf
-            for i in range(n_direct):
-                c = buf[i]
-                if not special[cfg_state[c]]:
-                    continue
-                if reach_start[c] < 0:
-                    # configurations reached from c without a byte, by a search from c
-                    stamp += 1
-                    first = num_reach
-                    todo = first
-                    cur = c
-                    mark[c] = stamp
-                    while True:
-                        q = cfg_state[cur]
-                        p = cfg_push[cur]
-                        if special[q]:
+                if pending_set < 0:
+                    buf[0] = origin_cfg
+                    cfg[origin_cfg, _MARK] = stamp
+                    n_buf = 1
+                a = sets[pending_set, _AT] if pending_set >= 0 else 0
+                z = a + sets[pending_set, _LEN] if pending_set >= 0 else 0
+                for j in range(a, z):
+                    c = members[j]
+                    t = trans[cfg[c, _STATE] * 256 + pending_byte]
+                    if t < 0:
+                        continue
+                    nc, num_cfg = _config(t, cfg[c, _PUSHED], num_states, cfg_ids, cfg, num_cfg)
+                    n_buf = _listed(nc, stamp, cfg, buf, n_buf)
+                    if n_buf < 0:
+                        stamps[0] = stamp
+                        return 0, FULL
+                # the closure of each of them under calls and returns (memoised per configuration)
+                n_direct = n_buf
+                for i in range(n_direct):
+                    c = buf[i]
+                    if not special[cfg[c, _STATE]]:
+                        continue
+                    if cfg[c, _REACH_AT] < 0:
+                        # the configurations reached from c without a byte: a search from c, listed in reach
+                        stamp += 1
+                        first = num_reach
+                        todo = first
+                        cur = c
+                        cfg[c, _MARK] = stamp
+                        while True:
+                            q = cfg[cur, _STATE]
+                            p = cfg[cur, _PUSHED]
                             for k in range(-1, call_start[q + 1] - call_start[q]):
                                 if k < 0:
                                     if not accept[q] or p == 0:
                                         continue
-                                    nq = push_top[p]
-                                    np_ = push_below[p]
+                                    nq = pushes[p, 1]
+                                    np_ = pushes[p, 0]
                                 else:
                                     e = call_start[q] + k
                                     nq = call_callee[e]
@@ -321,119 +231,112 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                                     np_ = p
                                     if ret >= 0:
                                         key = p * num_states + ret
-                                        np_ = push_ids[key] if key in push_ids else -1
-                                        if np_ < 0:
-                                            if push_depth[p] + 1 > max_stack_depth:
-                                                return escapes, num_escapes, -1
+                                        if key in push_ids:
+                                            np_ = push_ids[key]
+                                        else:
+                                            if pushes[p, 2] + 1 > max_stack_depth:
+                                                stamps[0] = stamp
+                                                return 0, TOO_DEEP
+                                            if num_push == pushes.shape[0]:
+                                                stamps[0] = stamp
+                                                return 0, FULL
                                             np_ = num_push
-                                            push_ids[key] = np_
-                                            push_below = _grow(push_below, np_ + 1, 0)
-                                            push_top = _grow(push_top, np_ + 1, -1)
-                                            push_depth = _grow(push_depth, np_ + 1, 0)
-                                            push_below[np_] = p
-                                            push_top[np_] = ret
-                                            push_depth[np_] = push_depth[p] + 1
                                             num_push += 1
-                                num_cfg, reach, num_reach, cfg_state, cfg_push, reach_start, reach_len, mark = _collect(
-                                    nq, np_, num_states, cfg_ids, num_cfg, stamp, reach, num_reach,
-                                    cfg_state, cfg_push, reach_start, reach_len, mark,
-                                )
-                        if todo == num_reach:
-                            break
-                        cur = reach[todo]
-                        todo += 1
-                    reach_start[c] = first
-                    reach_len[c] = num_reach - first
-                    # the stamps of the search are spent: mark the list built so far again
-                    stamp += 1
-                    for j in range(n_buf):
-                        mark[buf[j]] = stamp
-                a = reach_start[c]
-                for j in range(a, a + reach_len[c]):
-                    r = reach[j]
-                    if mark[r] == stamp:
-                        continue
-                    mark[r] = stamp
-                    buf = _grow(buf, n_buf + 1, 0)
-                    buf[n_buf] = r
-                    n_buf += 1
-            # intern the set (sorted ids)
-            if known:
-                pass
-            elif n_buf == 0:
+                                            push_ids[key] = np_
+                                            pushes[np_, 0] = p
+                                            pushes[np_, 1] = ret
+                                            pushes[np_, 2] = pushes[p, 2] + 1
+                                nc, num_cfg = _config(nq, np_, num_states, cfg_ids, cfg, num_cfg)
+                                num_reach = _listed(nc, stamp, cfg, reach, num_reach)
+                                if num_reach < 0:
+                                    stamps[0] = stamp
+                                    return 0, FULL
+                            if todo == num_reach:
+                                break
+                            cur = reach[todo]
+                            todo += 1
+                        cfg[c, _REACH_AT] = first
+                        cfg[c, _REACH_LEN] = num_reach - first
+                        # the search spent the stamp: mark the list built so far again
+                        stamp += 1
+                        for j in range(n_buf):
+                            cfg[buf[j], _MARK] = stamp
+                    a = cfg[c, _REACH_AT]
+                    for j in range(a, a + cfg[c, _REACH_LEN]):
+                        n_buf = _listed(reach[j], stamp, cfg, buf, n_buf)
+                        if n_buf < 0:
+                            stamps[0] = stamp
+                            return 0, FULL
+                # intern the set (its ids sorted)
                 sid = -1
-            else:
-                part = np.sort(buf[:n_buf])
-                h = np.int64(n_buf)
-                for j in range(n_buf):
-                    h = h * np.int64(1000003) ^ part[j]
-                sid = set_ids[h] if h in set_ids else -1
-                while sid >= 0:
-                    if set_len[sid] == n_buf:
-                        a = set_start[sid]
-                        same = True
-                        for j in range(n_buf):
-                            if members[a + j] != part[j]:
-                                same = False
-                                break
-                        if same:
-                            break
-                    sid = set_next[sid]
-                if sid < 0:
-                    sid = num_sets
-                    num_sets += 1
-                    if sid >= set_start.shape[0]:
-                        set_start = _grow(set_start, sid + 1, 0)
-                        set_len = _grow(set_len, sid + 1, 0)
-                        set_escape = _grow(set_escape, sid + 1, False)
-                        set_next = _grow(set_next, sid + 1, -1)
-                        set_trans = _grow(set_trans, sid + 1, -2)
-                        loop_start = _grow(loop_start, sid + 1, 0)
-                        loop_len = _grow(loop_len, sid + 1, 0)
-                        live_start = _grow(live_start, sid + 1, 0)
-                        live_len = _grow(live_len, sid + 1, 0)
-                    members = _grow(members, num_members + n_buf, 0)
-                    set_start[sid] = num_members
-                    set_len[sid] = n_buf
-                    esc = False
+                if n_buf:
+                    part = np.sort(buf[:n_buf])
+                    h = np.int64(n_buf)
                     for j in range(n_buf):
-                        members[num_members + j] = part[j]
-                        if cfg_push[part[j]] == 0 and accept[cfg_state[part[j]]]:
-                            esc = True
-                    num_members += n_buf
-                    set_escape[sid] = esc
-                    loop_start[sid] = num_loopers
-                    for j in range(n_buf):
-                        q = cfg_state[part[j]]
-                        if not has_loop[q]:
-                            continue
-                        new = True
-                        for k in range(loop_start[sid], num_loopers):
-                            if loopers[k] == q:
-                                new = False
+                        h = h * np.int64(1000003) ^ part[j]
+                    sid = set_ids[h] if h in set_ids else -1
+                    while sid >= 0:
+                        if sets[sid, _LEN] == n_buf:
+                            a = sets[sid, _AT]
+                            same = True
+                            for j in range(n_buf):
+                                if members[a + j] != part[j]:
+                                    same = False
+                                    break
+                            if same:
                                 break
-                        if new:
-                            loopers = _grow(loopers, num_loopers + 1, 0)
-                            loopers[num_loopers] = q
-                            num_loopers += 1
-                    loop_len[sid] = num_loopers - loop_start[sid]
-                    live = _grow(live, num_live + 256, 0)
-                    live_start[sid] = num_live
-                    for byte in range(256):
+                        sid = sets[sid, _NEXT]
+                    if sid < 0:
+                        if (
+                            num_sets == sets.shape[0]
+                            or num_members + n_buf > members.shape[0]
+                            or num_loopers + n_buf > loopers.shape[0]
+                            or num_live + 256 > live.shape[0]
+                        ):
+                            stamps[0] = stamp
+                            return 0, FULL
+                        sid = num_sets
+                        num_sets += 1
+                        set_trans[sid, :] = -2  # -2: not known yet, -1: no path
+                        sets[sid, _AT] = num_members
+                        sets[sid, _LEN] = n_buf
+                        escaping = 0
                         for j in range(n_buf):
-                            if trans[cfg_state[part[j]] * 256 + byte] >= 0:
-                                live[num_live] = byte
-                                num_live += 1
-                                break
-                    live_len[sid] = num_live - live_start[sid]
-                    set_next[sid] = set_ids[h] if h in set_ids else -1
-                    set_ids[h] = sid
-            if known:
-                pass
-            elif pending_set >= 0:
-                set_trans[pending_set, pending_byte] = sid
-            else:
-                origin_set = sid
+                            members[num_members + j] = part[j]
+                            if cfg[part[j], _PUSHED] == 0 and accept[cfg[part[j], _STATE]]:
+                                escaping = 1
+                        num_members += n_buf
+                        sets[sid, _ESCAPES] = escaping
+                        # the distinct states of its members that loop on some byte
+                        sets[sid, _LOOP_AT] = num_loopers
+                        for j in range(n_buf):
+                            q = cfg[part[j], _STATE]
+                            if not has_loop[q]:
+                                continue
+                            new = True
+                            for k in range(sets[sid, _LOOP_AT], num_loopers):
+                                if loopers[k] == q:
+                                    new = False
+                                    break
+                            if new:
+                                loopers[num_loopers] = q
+                                num_loopers += 1
+                        sets[sid, _LOOP_LEN] = num_loopers - sets[sid, _LOOP_AT]
+                        # the bytes on which some member moves
+                        sets[sid, _LIVE_AT] = num_live
+                        for byte in range(256):
+                            for j in range(n_buf):
+                                if trans[cfg[part[j], _STATE] * 256 + byte] >= 0:
+                                    live[num_live] = byte
+                                    num_live += 1
+                                    break
+                        sets[sid, _LIVE_LEN] = num_live - sets[sid, _LIVE_AT]
+                        sets[sid, _NEXT] = set_ids[h] if h in set_ids else -1
+                        set_ids[h] = sid
+                if pending_set >= 0:
+                    set_trans[pending_set, pending_byte] = sid
+                else:
+                    origin_set = sid
             # ---- visit the node with its set
             visits += n_buf + 1
             known_set = -1
@@ -444,22 +347,46 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                     seen_call[node] = call_id
                     seen_set[node] = sid
             if sid >= 0:
-                if set_escape[sid]:
-                    escapes = _grow(escapes, num_escapes + 1, 0)
+                if sets[sid, _ESCAPES]:
+                    if num_escapes == escapes.shape[0]:
+                        stamps[0] = stamp
+                        return 0, FULL
                     escapes[num_escapes] = node
                     num_escapes += 1
-                closed = _visit(
-                    node, sid, loop_start, loop_len, loopers, loops, utf8,
-                    child_start, token_lo, token_mid, token_hi, sub_bytes, utf8_ok, sorted_tokens, mask,
-                )
-                _open_frame(
-                    depth, node, sid, closed, frame_node, frame_set, frame_next, frame_end, frame_live,
-                    child_start, live_start, live_len,
-                )
+                # the node's tokens, and those below when a member loops on every byte below the node
+                first, last = child_start[node], child_start[node + 1]
+                closed = False
+                if last > first:
+                    for j in range(sets[sid, _LOOP_AT], sets[sid, _LOOP_AT] + sets[sid, _LOOP_LEN]):
+                        q = loopers[j]
+                        if (
+                            (sub_bytes[node, 0] & ~loops[q, 0])
+                            | (sub_bytes[node, 1] & ~loops[q, 1])
+                            | (sub_bytes[node, 2] & ~loops[q, 2])
+                            | (sub_bytes[node, 3] & ~loops[q, 3])
+                        ) != 0:
+                            continue
+                        if utf8[q] and not utf8_ok[node] and (sub_bytes[node, 2] | sub_bytes[node, 3]) != 0:
+                            continue
+                        closed = True
+                        break
+                for t in range(token_lo[node], token_hi[node] if closed else token_mid[node]):
+                    tok = sorted_tokens[t]
+                    mask[tok >> 5] |= np.uint32(1) << np.uint32(tok & 31)
+                # on the trie path: the children to try, by the set's live bytes when they are fewer
+                frame_node[depth] = node
+                frame_set[depth] = sid
+                if closed:
+                    first = last
+                frame_live[depth] = sets[sid, _LIVE_LEN] < last - first
+                if frame_live[depth]:
+                    first = sets[sid, _LIVE_AT]
+                    last = first + sets[sid, _LIVE_LEN]
+                frame_next[depth] = first
+                frame_end[depth] = last
                 depth += 1
             # ---- the next child with a live path, backing up the trie path when a node has none left
             pending_set = -1
-            known_set = -1
             while depth > 0:
                 d = depth - 1
                 sid = frame_set[d]
@@ -474,13 +401,14 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                             continue
                         lo_e = child_start[frame_node[d]]
                         hi_e = child_start[frame_node[d] + 1]
+                        end_e = hi_e
                         while lo_e < hi_e:
                             mid = (lo_e + hi_e) >> 1
                             if child_byte[mid] < b:
                                 lo_e = mid + 1
                             else:
                                 hi_e = mid
-                        if lo_e == child_start[frame_node[d] + 1] or child_byte[lo_e] != b:
+                        if lo_e == end_e or child_byte[lo_e] != b:
                             continue
                         e = lo_e
                     else:
@@ -492,12 +420,13 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                     if nxt == -2:
                         pending_set = sid
                         pending_byte = b
-                        break
-                    known_set = nxt  # a known set: visited below, with the others
+                    else:
+                        known_set = nxt
                     break
                 if pending_set >= 0 or known_set >= 0:
                     break
                 depth -= 1
             if pending_set < 0 and known_set < 0:
                 break
-    return escapes, num_escapes, visits
+    stamps[0] = stamp
+    return num_escapes, visits

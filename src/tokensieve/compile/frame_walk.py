@@ -37,7 +37,7 @@ from ..errors import LimitExceeded
 if TYPE_CHECKING:
     from .token_masks import TokenMaskBuilder
 
-__all__ = ["FrameTables", "frame_walk"]
+__all__ = ["FrameTables", "Workspace", "frame_walk"]
 
 _TRIES: weakref.WeakKeyDictionary[TokenMaskBuilder, tuple[np.ndarray, ...]] = weakref.WeakKeyDictionary()
 _SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
@@ -110,18 +110,60 @@ def _trie_arrays(builder: TokenMaskBuilder) -> tuple[np.ndarray, ...]:
     return known
 
 
-def _scratch(builder: TokenMaskBuilder) -> tuple[np.ndarray, np.ndarray, int]:
-    """This thread's marks of the trie nodes a walk has been at (see :mod:`._frame_kernel`), and a new
-    call id for them."""
+class Workspace:
+    """One thread's tables for the walks of one vocabulary (see :mod:`._frame_kernel`), grown on demand.
+
+    Per trie node, the walk and the set it was last walked with; and the
+    tables of pushed frames, configurations, closures, sets and their members,
+    their child sets per byte, and the escape nodes found.
+    """
+
+    def __init__(self, num_nodes: int) -> None:
+        self.seen_call = np.full(num_nodes, -1, dtype=np.int64)
+        self.seen_set = np.zeros(num_nodes, dtype=np.int64)
+        self.calls = 0
+        self.stamps = np.zeros(1, dtype=np.int64)
+        self._size(num_states=0, scale=1, escapes=max(4096, num_nodes // 8))
+
+    def _size(self, num_states: int, scale: int, escapes: int) -> None:
+        self.pushes = np.zeros((256 * scale, 3), dtype=np.int64)
+        self.cfg = np.zeros((num_states + 1024 * scale, 5), dtype=np.int64)
+        self.reach = np.zeros(4096 * scale, dtype=np.int64)
+        self.buf = np.zeros(1024 * scale, dtype=np.int64)
+        self.sets = np.zeros((256 * scale, 8), dtype=np.int64)
+        self.set_trans = np.zeros((256 * scale, 256), dtype=np.int32)
+        self.members = np.zeros(8192 * scale, dtype=np.int64)
+        self.loopers = np.zeros(1024 * scale, dtype=np.int64)
+        self.live = np.zeros(256 * 256 * scale, dtype=np.int64)
+        self.escapes = np.zeros(escapes, dtype=np.int64)
+        self.scale = scale
+
+    def fit(self, num_states: int) -> None:
+        """Room for the configurations of ``num_states`` states with nothing pushed, at least."""
+        if self.cfg.shape[0] < num_states + 1024 * self.scale:
+            self.cfg = np.zeros((num_states + 1024 * self.scale, 5), dtype=np.int64)
+
+    def grow(self, num_states: int) -> None:
+        """Every table twice as large (a walk found one full)."""
+        self._size(num_states, self.scale * 2, 2 * self.escapes.shape[0])
+
+    def tables(self) -> tuple[np.ndarray, ...]:
+        """The tables, in the kernel's order."""
+        return (
+            self.pushes, self.cfg, self.reach, self.buf, self.sets, self.set_trans,
+            self.members, self.loopers, self.live, self.escapes, self.stamps,
+        )
+
+
+def _workspace(builder: TokenMaskBuilder) -> Workspace:
+    """This thread's workspace for walks over ``builder``'s trie."""
     per_thread = _SCRATCH.get(builder)
     if per_thread is None:
         per_thread = _SCRATCH.setdefault(builder, threading.local())
-    marks = getattr(per_thread, "marks", None)
-    if marks is None:
-        n = int(builder.trie.num_nodes)
-        marks = per_thread.marks = [np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64), 0]
-    marks[2] += 1
-    return marks[0], marks[1], marks[2]
+    space: Workspace | None = getattr(per_thread, "space", None)
+    if space is None:
+        space = per_thread.space = Workspace(int(builder.trie.num_nodes))
+    return space
 
 
 def frame_walk(
@@ -163,35 +205,52 @@ def frame_walk(
     LimitExceeded
         When a path pushes more than ``max_stack_depth`` frames.
     """
-    from ._frame_kernel import walk_kernel as kernel  # numba: imported on the first walk only
+    from ._frame_kernel import FULL, TOO_DEEP  # numba: imported on the first walk only
+    from ._frame_kernel import walk_kernel as kernel
 
-    walk_kernel = cast("Callable[..., tuple[np.ndarray, int, int]]", kernel)
+    walk_kernel = cast("Callable[..., tuple[int, int]]", kernel)
 
     trie = _trie_arrays(builder)
     nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else np.ascontiguousarray(start_nodes, dtype=np.int64)
+    frames = np.asarray(below, dtype=np.int64)
     mask = friendly_zeros(builder.num_words, np.uint32)
-    escapes, count, work = walk_kernel(
-        tables.trans,
-        tables.accept,
-        tables.special,
-        tables.call_start,
-        tables.call_callee,
-        tables.call_ret,
-        tables.has_loop,
-        tables.loops,
-        tables.utf8,
-        *trie,
-        int(origin),
-        np.asarray(below, dtype=np.int64),
-        nodes,
-        int(max_stack_depth),
-        int(builder.trie.max_depth),
-        mask,
-        *_scratch(builder),
-    )
-    if work < 0:
+    space = _workspace(builder)
+    num_states = int(tables.accept.shape[0])
+    space.fit(num_states)
+    while True:
+        space.calls += 1
+        count, work = walk_kernel(
+            tables.trans,
+            tables.accept,
+            tables.special,
+            tables.call_start,
+            tables.call_callee,
+            tables.call_ret,
+            tables.has_loop,
+            tables.loops,
+            tables.utf8,
+            *trie,
+            int(origin),
+            frames,
+            nodes,
+            int(max_stack_depth),
+            int(builder.trie.max_depth),
+            mask,
+            space.seen_call,
+            space.seen_set,
+            space.calls,
+            *space.tables(),
+        )
+        if work != FULL:
+            break
+        space.grow(num_states)  # and walk again with room enough
+        mask[...] = 0
+    if work == TOO_DEEP:
         raise LimitExceeded("max_stack_depth", max_stack_depth, "the parse stack is too deep")
     builder.add_work(int(work))
     out = mask.view(np.int32)
     out.setflags(write=False)
-    return out, np.unique(escapes[:count]).astype(np.int32)
+    escapes = space.escapes[:count]
+    if count > 1 and not bool((escapes[1:] > escapes[:-1]).all()):
+        escapes = np.unique(escapes)  # from start nodes one below another (a walk from one is in order)
+    return out, escapes.astype(np.int32)
