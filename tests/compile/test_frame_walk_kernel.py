@@ -21,6 +21,7 @@ from support.cfg_grammars import GRAMMARS, check_random_walks
 from support.tiny_vocab import EOS
 
 from tokensieve import GrammarCompiler, Limits, TokenizerInfo
+from tokensieve.compile.frame_walk import load_kernel
 from tokensieve.compile.pushdown import CompiledPushdownGrammar
 from tokensieve.errors import GrammarError, LimitExceeded
 from tokensieve.grammar.cfg import Grammar
@@ -28,6 +29,12 @@ from tokensieve.grammar.ir import EMPTY, RuleRef, alt, concat, literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from grammar_workloads import GRAMMAR_WORKLOADS  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _kernel_loaded() -> None:
+    """Walks use the kernel once it is loaded (in a background thread); here, from the first one."""
+    load_kernel()
 
 
 def _pair(info: TokenizerInfo, compiled: CompiledPushdownGrammar) -> tuple[CompiledPushdownGrammar, ...]:

@@ -25,7 +25,9 @@ from numba import njit, types
 from numba.typed import Dict
 
 #: columns of the per-configuration table
-_STATE, _PUSHED, _REACH_AT, _REACH_LEN, _MARK = range(5)
+_STATE, _PUSHED, _REACH_AT, _REACH_LEN, _MARK, _WALK = range(6)
+#: columns of the per-configuration table (the first ``num_states`` rows are the states with nothing
+#: pushed, filled by the caller); ``_WALK``: the walk whose closure list ``_REACH_AT`` is
 #: columns of the per-set table
 _AT, _LEN, _ESCAPES, _NEXT, _LOOP_AT, _LOOP_LEN, _LIVE_AT, _LIVE_LEN = range(8)
 #: the status of a walk that ran out of room in its workspace
@@ -48,7 +50,7 @@ def _config(q: int, pushed: int, num_states: int, ids: Dict, cfg: np.ndarray, co
     ids[key] = count
     cfg[count, _STATE] = q
     cfg[count, _PUSHED] = pushed
-    cfg[count, _REACH_AT] = -1
+    cfg[count, _WALK] = -1
     return count, count + 1
 
 
@@ -87,6 +89,7 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
     sub_bytes: np.ndarray,
     utf8_ok: np.ndarray,
     sorted_tokens: np.ndarray,
+    child_bits: np.ndarray,
     origin: int,
     below: np.ndarray,
     start_nodes: np.ndarray,
@@ -102,6 +105,7 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
     buf: np.ndarray,
     sets: np.ndarray,
     set_trans: np.ndarray,
+    set_bits: np.ndarray,
     members: np.ndarray,
     loopers: np.ndarray,
     live: np.ndarray,
@@ -115,8 +119,11 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
     Writes the allowed tokens into ``mask`` (``uint32`` words) and the escape
     nodes into ``escapes``. ``seen_call``, ``seen_set`` (per trie node) and
     ``call_id``: with several start nodes, one below another, a node met again
-    with the same set is not walked again. The workspace tables (``pushes`` to
-    ``escapes``) are overwritten; ``stamps[0]`` is a counter kept across walks.
+    with the same set is not walked again. ``child_bits``: per trie node, the
+    bytes of its children (``uint64 (N, 4)``), met with each set's live bytes
+    (``set_bits``) to skip a node none of whose children a member can read. The workspace tables (``pushes`` to
+    ``escapes``) are overwritten; ``stamps`` holds counters kept across walks, and the first ``num_states`` rows
+    of ``cfg`` the states with nothing pushed (``(q, 0)``), filled by the caller.
 
     Returns ``(number of escape nodes, work)``: the work is the trie nodes
     visited and configurations closed, or :data:`TOO_DEEP` when a path pushed
@@ -132,9 +139,8 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
     num_push = 1
     push_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
     # configurations: id -> (state, pushed, reach, mark); the id of (q, nothing pushed) is q
-    cfg[:num_states, _STATE] = np.arange(num_states)
-    cfg[:num_states, _PUSHED] = 0
-    cfg[:num_states, _REACH_AT] = -1
+    walk_id = stamps[1] + 1  # closure lists of earlier walks are gone
+    stamps[1] = walk_id
     num_cfg = num_states
     cfg_ids = Dict.empty(key_type=types.int64, value_type=types.int64)
     num_reach = 0
@@ -168,7 +174,7 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
         cfg_ids[(num_push - 1) * num_states + origin] = origin_cfg  # (the frames are not interned)
         cfg[origin_cfg, _STATE] = origin
         cfg[origin_cfg, _PUSHED] = num_push - 1
-        cfg[origin_cfg, _REACH_AT] = -1
+        cfg[origin_cfg, _WALK] = -1
         num_cfg += 1
     sid = -1
     for s in range(start_nodes.shape[0]):
@@ -208,7 +214,7 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                     c = buf[i]
                     if not special[cfg[c, _STATE]]:
                         continue
-                    if cfg[c, _REACH_AT] < 0:
+                    if cfg[c, _WALK] != walk_id:
                         # the configurations reached from c without a byte: a search from c, listed in reach
                         stamp += 1
                         first = num_reach
@@ -256,6 +262,7 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                             cur = reach[todo]
                             todo += 1
                         cfg[c, _REACH_AT] = first
+                        cfg[c, _WALK] = walk_id
                         cfg[c, _REACH_LEN] = num_reach - first
                         # the search spent the stamp: mark the list built so far again
                         stamp += 1
@@ -331,6 +338,9 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                                     num_live += 1
                                     break
                         sets[sid, _LIVE_LEN] = num_live - sets[sid, _LIVE_AT]
+                        set_bits[sid, :] = 0
+                        for j in range(sets[sid, _LIVE_AT], num_live):
+                            set_bits[sid, live[j] >> 6] |= np.uint64(1) << np.uint64(live[j] & 63)
                         sets[sid, _NEXT] = set_ids[h] if h in set_ids else -1
                         set_ids[h] = sid
                 if pending_set >= 0:
@@ -376,8 +386,13 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                 # on the trie path: the children to try, by the set's live bytes when they are fewer
                 frame_node[depth] = node
                 frame_set[depth] = sid
-                if closed:
-                    first = last
+                if closed or not (
+                    (child_bits[node, 0] & set_bits[sid, 0])
+                    | (child_bits[node, 1] & set_bits[sid, 1])
+                    | (child_bits[node, 2] & set_bits[sid, 2])
+                    | (child_bits[node, 3] & set_bits[sid, 3])
+                ):
+                    first = last  # allowed whole, or no child along a live byte
                 frame_live[depth] = sets[sid, _LIVE_LEN] < last - first
                 if frame_live[depth]:
                     first = sets[sid, _LIVE_AT]

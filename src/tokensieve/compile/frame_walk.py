@@ -37,10 +37,67 @@ from ..errors import LimitExceeded
 if TYPE_CHECKING:
     from .token_masks import TokenMaskBuilder
 
-__all__ = ["FrameTables", "Workspace", "frame_walk"]
+__all__ = ["FrameTables", "Workspace", "frame_walk", "kernel_ready", "load_kernel"]
 
 _TRIES: weakref.WeakKeyDictionary[TokenMaskBuilder, tuple[np.ndarray, ...]] = weakref.WeakKeyDictionary()
 _SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
+
+
+_KERNEL: list[Callable[..., tuple[int, int]]] = []  # the loaded kernel, once it is
+_LOADER: list[threading.Thread] = []
+_LOADER_LOCK = threading.Lock()
+
+
+def kernel_ready() -> bool:
+    """Whether the kernel is loaded; the first call starts loading it in a background thread.
+
+    Loading imports numba and loads the machine code it keeps beside
+    :mod:`._frame_kernel` (about 0.3 s; several seconds the first time on a
+    machine, when it compiles). Until it is ready, callers walk with the numpy
+    walk of :mod:`.level_walk` (the same masks), so that the first compilation
+    in a process does not wait for it.
+    """
+    if _KERNEL:
+        return True
+    with _LOADER_LOCK:
+        if not _LOADER:
+            loader = threading.Thread(target=_load, name="tokensieve-frame-kernel", daemon=True)
+            _LOADER.append(loader)
+            loader.start()
+    return False
+
+
+def load_kernel() -> None:
+    """Load the kernel now (waiting for a load in progress)."""
+    kernel_ready()
+    _LOADER[0].join()
+    if not _KERNEL:
+        _load()  # the background load failed: say why here
+
+
+def _load() -> None:
+    from ._frame_kernel import walk_kernel  # numba: imported on the first walk of a rule network only
+
+    kernel = cast("Callable[..., tuple[int, int]]", walk_kernel)
+    # one walk of a one-state network over a one-node trie, with the argument types of real walks
+    tables = FrameTables(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool), [()],
+                         np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=bool))
+    space = Workspace(1)
+    space.fit(tables)
+    one = np.zeros(1, dtype=np.int64)
+    trie = (np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2, *(one,) * 3,
+            np.zeros((1, 4), dtype=np.uint64), np.ones(1, dtype=bool), np.zeros(0, dtype=np.int64),
+            np.zeros((1, 4), dtype=np.uint64))
+    kernel(*_tables_args(tables), *trie, 0, np.zeros(0, dtype=np.int64), one.copy(), 1, 0,
+           np.zeros(1, dtype=np.uint32), space.seen_call, space.seen_set, 1, *space.tables())
+    _KERNEL.append(kernel)
+
+
+def _tables_args(tables: FrameTables) -> tuple[np.ndarray, ...]:
+    return (
+        tables.trans, tables.accept, tables.special, tables.call_start, tables.call_callee,
+        tables.call_ret, tables.has_loop, tables.loops, tables.utf8,
+    )
 
 
 class FrameTables:
@@ -89,6 +146,16 @@ class FrameTables:
         return int(sum(a.nbytes for a in vars(self).values() if isinstance(a, np.ndarray)))
 
 
+def _child_bits(child_start: np.ndarray, child_byte: np.ndarray, num_nodes: int) -> np.ndarray:
+    """``uint64 (N, 4)``: the bytes along which each trie node has a child, as 256-bit sets."""
+    bits = np.zeros((num_nodes, 4), dtype=np.uint64)
+    starts = child_start.astype(np.int64)
+    parent = np.repeat(np.arange(num_nodes, dtype=np.int64), starts[1:] - starts[:-1])
+    byte = child_byte.astype(np.int64)
+    np.bitwise_or.at(bits, (parent, byte >> 6), np.left_shift(np.uint64(1), (byte & 63).astype(np.uint64)))
+    return bits
+
+
 def _trie_arrays(builder: TokenMaskBuilder) -> tuple[np.ndarray, ...]:
     """The trie as the kernel reads it, once per vocabulary."""
     known = _TRIES.get(builder)
@@ -105,6 +172,7 @@ def _trie_arrays(builder: TokenMaskBuilder) -> tuple[np.ndarray, ...]:
             np.ascontiguousarray(trie.subtree_bytes, dtype=np.uint64),
             np.ascontiguousarray(builder.utf8_ok, dtype=np.bool_),
             trie.sorted_tokens.astype(np.int64),
+            _child_bits(trie.child_start, trie.node_byte[ids], trie.num_nodes),
         )
         _TRIES[builder] = known
     return known
@@ -122,26 +190,37 @@ class Workspace:
         self.seen_call = np.full(num_nodes, -1, dtype=np.int64)
         self.seen_set = np.zeros(num_nodes, dtype=np.int64)
         self.calls = 0
-        self.stamps = np.zeros(1, dtype=np.int64)
+        self.stamps = np.zeros(2, dtype=np.int64)  # the kernel's counters: marks, walks
+        self._owner: weakref.ref[FrameTables] | None = None  # whose states the configuration table holds
         self._size(num_states=0, scale=1, escapes=max(4096, num_nodes // 8))
 
     def _size(self, num_states: int, scale: int, escapes: int) -> None:
         self.pushes = np.zeros((256 * scale, 3), dtype=np.int64)
-        self.cfg = np.zeros((num_states + 1024 * scale, 5), dtype=np.int64)
+        self.cfg = np.zeros((num_states + 1024 * scale, 6), dtype=np.int64)
+        self._owner = None
         self.reach = np.zeros(4096 * scale, dtype=np.int64)
         self.buf = np.zeros(1024 * scale, dtype=np.int64)
         self.sets = np.zeros((256 * scale, 8), dtype=np.int64)
         self.set_trans = np.zeros((256 * scale, 256), dtype=np.int32)
+        self.set_bits = np.zeros((256 * scale, 4), dtype=np.uint64)
         self.members = np.zeros(8192 * scale, dtype=np.int64)
         self.loopers = np.zeros(1024 * scale, dtype=np.int64)
         self.live = np.zeros(256 * 256 * scale, dtype=np.int64)
         self.escapes = np.zeros(escapes, dtype=np.int64)
         self.scale = scale
 
-    def fit(self, num_states: int) -> None:
-        """Room for the configurations of ``num_states`` states with nothing pushed, at least."""
+    def fit(self, tables: FrameTables) -> None:
+        """The configuration table set for ``tables``' automaton: a row per state with nothing pushed,
+        room for more."""
+        if self._owner is not None and self._owner() is tables:
+            return
+        num_states = int(tables.accept.shape[0])
         if self.cfg.shape[0] < num_states + 1024 * self.scale:
-            self.cfg = np.zeros((num_states + 1024 * self.scale, 5), dtype=np.int64)
+            self.cfg = np.zeros((num_states + 1024 * self.scale, 6), dtype=np.int64)
+        self.cfg[:num_states, 0] = np.arange(num_states)  # (state, nothing pushed)
+        self.cfg[:num_states, 1] = 0
+        self.cfg[:num_states, 5] = -1  # no closure list
+        self._owner = weakref.ref(tables)
 
     def grow(self, num_states: int) -> None:
         """Every table twice as large (a walk found one full)."""
@@ -150,7 +229,7 @@ class Workspace:
     def tables(self) -> tuple[np.ndarray, ...]:
         """The tables, in the kernel's order."""
         return (
-            self.pushes, self.cfg, self.reach, self.buf, self.sets, self.set_trans,
+            self.pushes, self.cfg, self.reach, self.buf, self.sets, self.set_trans, self.set_bits,
             self.members, self.loopers, self.live, self.escapes, self.stamps,
         )
 
@@ -205,30 +284,21 @@ def frame_walk(
     LimitExceeded
         When a path pushes more than ``max_stack_depth`` frames.
     """
-    from ._frame_kernel import FULL, TOO_DEEP  # numba: imported on the first walk only
-    from ._frame_kernel import walk_kernel as kernel
+    from ._frame_kernel import FULL, TOO_DEEP
 
-    walk_kernel = cast("Callable[..., tuple[int, int]]", kernel)
-
+    load_kernel()
+    walk_kernel = _KERNEL[0]
     trie = _trie_arrays(builder)
     nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else np.ascontiguousarray(start_nodes, dtype=np.int64)
     frames = np.asarray(below, dtype=np.int64)
     mask = friendly_zeros(builder.num_words, np.uint32)
     space = _workspace(builder)
     num_states = int(tables.accept.shape[0])
-    space.fit(num_states)
+    space.fit(tables)
     while True:
         space.calls += 1
         count, work = walk_kernel(
-            tables.trans,
-            tables.accept,
-            tables.special,
-            tables.call_start,
-            tables.call_callee,
-            tables.call_ret,
-            tables.has_loop,
-            tables.loops,
-            tables.utf8,
+            *_tables_args(tables),
             *trie,
             int(origin),
             frames,
@@ -244,6 +314,7 @@ def frame_walk(
         if work != FULL:
             break
         space.grow(num_states)  # and walk again with room enough
+        space.fit(tables)
         mask[...] = 0
     if work == TOO_DEEP:
         raise LimitExceeded("max_stack_depth", max_stack_depth, "the parse stack is too deep")

@@ -38,7 +38,7 @@ from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .constraint import CompiledConstraint
-from .frame_walk import FrameTables, frame_walk
+from .frame_walk import FrameTables, frame_walk, kernel_ready
 from .level_walk import _KeySet, level_frame_walks  # noqa: F401 - _KeySet: where it was first defined
 from .shared_masks import mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
@@ -114,7 +114,8 @@ class CompiledPushdownGrammar(CompiledConstraint):
         Constraints that are reported as not enforced.
     """
 
-    #: whether frame walks run in the JIT kernel of :mod:`.frame_walk`
+    #: whether frame walks run in the JIT kernel of :mod:`.frame_walk` (once it is loaded: until then, as
+    #: without it, in the numpy walk of :mod:`.level_walk`; the masks are the same)
     walk_kernel = True
 
     def __init__(
@@ -312,10 +313,6 @@ class CompiledPushdownGrammar(CompiledConstraint):
         of the walks of deeper stack suffixes from their escape nodes (few
         nodes, done on first use).
 
-        With :attr:`walk_kernel`, a call with a budget walks nothing ahead
-        (the walks of decoding steps are fast enough on first use); without
-        one it walks them all.
-
         Parameters
         ----------
         budget_s
@@ -329,8 +326,6 @@ class CompiledPushdownGrammar(CompiledConstraint):
         bool
             Whether every such walk is known now.
         """
-        if self.walk_kernel and (budget_s is not None or budget_work is not None):
-            return False  # walks in the kernel take milliseconds at most: done on first use, not ahead
         budget = WalkBudget.bounded(self._builder, budget_work, budget_s)
         with self._lock:
             reps: set[int] = set()
@@ -537,7 +532,7 @@ class CompiledPushdownGrammar(CompiledConstraint):
         if len(self._walks) >= _MAX_MEMO_WALKS:
             self._forget_walks()
         if start_nodes is None:
-            if self.walk_kernel:
+            if self.walk_kernel and kernel_ready():
                 results = self._root_walks([g], None)
                 self._keep_root_walks([g], results)
                 return results[0]
@@ -715,7 +710,7 @@ class CompiledPushdownGrammar(CompiledConstraint):
         on below their nodes, until no path is new. Raises
         :class:`FrontierTooLarge` past ``max_frontier`` pairs in one pass.
         """
-        if self.walk_kernel:
+        if self.walk_kernel and kernel_ready():
             tables = self._frame_tables()
             depth = self.limits.max_stack_depth
             return [frame_walk(tables, self._builder, g, start_nodes, depth) for g in origins]
@@ -932,7 +927,7 @@ class CompiledPushdownGrammar(CompiledConstraint):
         for config in self._seeds[state]:
             if not config:
                 continue
-            if self.walk_kernel:
+            if self.walk_kernel and kernel_ready():
                 mask, nodes = self._level(config[-1:], len(config) > 1)
                 parts.append(mask)
                 if len(config) > 1 and nodes is not None and nodes.size:
