@@ -152,12 +152,17 @@ def compile_grammar_automaton(
     recursive = recursive_rules(rules, references)
     called, heavy = outlined_rules(rules, references, recursive, grammar.root, INLINE_BUDGET)
     light = not called and not heavy
+    # bodies whose automaton was over a size limit: a network that would build one again fails
+    # at once (a grammar of one large terminal was determinised to the limit twice)
+    failed: dict[Node, LimitExceeded] = {}
     if light and not recursive:
+        whole = _Inliner(rules, set(), references).expand(grammar.root)
         try:
-            return ir_to_dfa(_Inliner(rules, set(), references).expand(grammar.root), limits, blank_runs=blank_runs)
+            return ir_to_dfa(whole, limits, blank_runs=blank_runs)
         except LimitExceeded as exc:
             if exc.limit not in _SIZE_LIMITS:
                 raise
+            failed[whole] = exc
             # one automaton is too large: a rule network of the same language follows
     unbounded, unbounded_refs = rules, references  # a split network's rules are weighed on these
     if blank_runs is not None:
@@ -170,14 +175,14 @@ def compile_grammar_automaton(
     if light and recursive:
         # the recursive rules alone are called: the fewest calls, the fastest masks
         try:
-            return _network(grammar, rules, references, recursive, limits, split=False)
+            return _network(grammar, rules, references, recursive, limits, failed, split=False)
         except LimitExceeded as exc:
             if exc.limit not in _SIZE_LIMITS:
                 raise
     # the rules and subexpressions that weigh most are called too, not inlined (weighed with the
     # runs of blanks still unbounded)
     called = recursive | outlined_rules(unbounded, unbounded_refs, recursive, grammar.root, SPLIT_BUDGET)[0]
-    return _network(grammar, rules, references, called, limits, split=True)
+    return _network(grammar, rules, references, called, limits, failed, split=True)
 
 
 def _network(
@@ -186,11 +191,15 @@ def _network(
     references: dict[str, tuple[str, ...]],
     called: set[str],
     limits: Limits,
+    failed: dict[Node, LimitExceeded],
     *,
     split: bool,
 ) -> RuleNetwork:
     """The rule network of the ``called`` rules and the root, the other rules inlined (and, with
-    ``split``, the heavy parts of their bodies called as rules of their own)."""
+    ``split``, the heavy parts of their bodies called as rules of their own).
+
+    A body in ``failed`` raises its error again rather than being built; a body whose automaton
+    is over a size limit is added to it."""
     inlined = _Inliner(rules, called, references)
     bodies = {n: inlined.expand(n) for n in called | {grammar.root}}
     if split:
@@ -208,7 +217,15 @@ def _network(
     check_left_recursion(bodies)
     transitions, accepting, starts, calls = [], [], [], []
     for n in names:
-        trans, acc, start, edges = _rule_automaton(_markers(bodies[n], index), limits)
+        known = failed.get(bodies[n]) if failed else None
+        if known is not None:
+            raise known
+        try:
+            trans, acc, start, edges = _rule_automaton(_markers(bodies[n], index), limits)
+        except LimitExceeded as exc:
+            if exc.limit in _SIZE_LIMITS:
+                failed[bodies[n]] = exc
+            raise
         transitions.append(trans)
         accepting.append(acc)
         starts.append(start)
