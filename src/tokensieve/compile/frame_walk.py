@@ -37,7 +37,7 @@ from ..errors import LimitExceeded
 if TYPE_CHECKING:
     from .token_masks import TokenMaskBuilder
 
-__all__ = ["FrameTables", "Workspace", "frame_walk", "kernel_ready", "load_kernel"]
+__all__ = ["FrameTables", "Workspace", "frame_walk", "frame_walks", "kernel_ready", "load_kernel"]
 
 _TRIES: weakref.WeakKeyDictionary[TokenMaskBuilder, tuple[np.ndarray, ...]] = weakref.WeakKeyDictionary()
 _SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
@@ -88,8 +88,9 @@ def _load() -> None:
     trie = (np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2, *(one,) * 3,
             np.zeros((1, 4), dtype=np.uint64), np.ones(1, dtype=bool), np.zeros(0, dtype=np.int64),
             np.zeros((1, 4), dtype=np.uint64))
-    kernel(*_tables_args(tables), *trie, 0, np.zeros(0, dtype=np.int64), one.copy(), 1, 0,
-           np.zeros(1, dtype=np.uint32), space.seen_call, space.seen_set, 1, *space.tables())
+    kernel(*_tables_args(tables), *trie, one.copy(), np.zeros(0, dtype=np.int64), one.copy(), 1, 0,
+           np.zeros((1, 1), dtype=np.uint32), np.zeros(1, dtype=np.int64), space.seen_call, space.seen_set, 1,
+           *space.tables())
     _KERNEL.append(kernel)
 
 
@@ -284,44 +285,71 @@ def frame_walk(
     LimitExceeded
         When a path pushes more than ``max_stack_depth`` frames.
     """
+    return frame_walks(tables, builder, [origin], start_nodes, max_stack_depth, below)[0]
+
+
+def frame_walks(
+    tables: FrameTables,
+    builder: TokenMaskBuilder,
+    origins: Sequence[int],
+    start_nodes: np.ndarray | None,
+    max_stack_depth: int,
+    below: Sequence[int] = (),
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`frame_walk` for several origins, in one call of the kernel (the same start nodes and frames
+    below for all; the configurations and sets found are shared between them). When a table of the
+    workspace fills up, the origins are walked in halves; a walk of one grows the tables."""
     from ._frame_kernel import FULL, TOO_DEEP
 
-    load_kernel()
-    walk_kernel = _KERNEL[0]
+    if not _KERNEL:
+        load_kernel()
     trie = _trie_arrays(builder)
     nodes = np.zeros(1, dtype=np.int64) if start_nodes is None else np.ascontiguousarray(start_nodes, dtype=np.int64)
     frames = np.asarray(below, dtype=np.int64)
-    mask = friendly_zeros(builder.num_words, np.uint32)
     space = _workspace(builder)
     num_states = int(tables.accept.shape[0])
-    space.fit(tables)
-    while True:
-        space.calls += 1
-        count, work = walk_kernel(
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    todo = [np.asarray(origins, dtype=np.int64)]
+    while todo:
+        starts = todo.pop()
+        k = int(starts.size)
+        masks = friendly_zeros((k, builder.num_words), np.uint32)
+        ends = np.zeros(k, dtype=np.int64)
+        space.fit(tables)
+        first_call = space.calls + 1
+        space.calls += k
+        count, work = _KERNEL[0](
             *_tables_args(tables),
             *trie,
-            int(origin),
+            starts,
             frames,
             nodes,
             int(max_stack_depth),
             int(builder.trie.max_depth),
-            mask,
+            masks,
+            ends,
             space.seen_call,
             space.seen_set,
-            space.calls,
+            first_call,
             *space.tables(),
         )
-        if work != FULL:
-            break
-        space.grow(num_states)  # and walk again with room enough
-        space.fit(tables)
-        mask[...] = 0
-    if work == TOO_DEEP:
-        raise LimitExceeded("max_stack_depth", max_stack_depth, "the parse stack is too deep")
-    builder.add_work(int(work))
-    out = mask.view(np.int32)
-    out.setflags(write=False)
-    escapes = space.escapes[:count]
-    if count > 1 and not bool((escapes[1:] > escapes[:-1]).all()):
-        escapes = np.unique(escapes)  # from start nodes one below another (a walk from one is in order)
-    return out, escapes.astype(np.int32)
+        if work == FULL:
+            if k > 1:
+                todo += [starts[k // 2 :], starts[: k // 2]]
+            else:
+                space.grow(num_states)  # and walk again with room enough
+                todo.append(starts)
+            continue
+        if work == TOO_DEEP:
+            raise LimitExceeded("max_stack_depth", max_stack_depth, "the parse stack is too deep")
+        builder.add_work(int(work))
+        begin = 0
+        for i in range(k):
+            mask = masks[i].view(np.int32)
+            mask.setflags(write=False)
+            escapes = space.escapes[begin : ends[i]]
+            begin = int(ends[i])
+            if escapes.size > 1 and not bool((escapes[1:] > escapes[:-1]).all()):
+                escapes = np.unique(escapes)  # from start nodes one below another (a walk from one is in order)
+            out.append((mask, escapes.astype(np.int32)))
+    return out

@@ -38,7 +38,7 @@ from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 from ..limits import Limits
 from .constraint import CompiledConstraint
-from .frame_walk import FrameTables, frame_walk, kernel_ready
+from .frame_walk import FrameTables, frame_walk, frame_walks, kernel_ready
 from .level_walk import _KeySet, level_frame_walks  # noqa: F401 - _KeySet: where it was first defined
 from .shared_masks import mask_representatives
 from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
@@ -711,9 +711,7 @@ class CompiledPushdownGrammar(CompiledConstraint):
         :class:`FrontierTooLarge` past ``max_frontier`` pairs in one pass.
         """
         if self.walk_kernel and kernel_ready():
-            tables = self._frame_tables()
-            depth = self.limits.max_stack_depth
-            return [frame_walk(tables, self._builder, g, start_nodes, depth) for g in origins]
+            return list(frame_walks(self._frame_tables(), self._builder, origins, start_nodes, self.limits.max_stack_depth))
         return level_frame_walks(self, origins, start_nodes, need_escapes, max_frontier)
 
     def _level(self, suffix: Config, need_escapes: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
