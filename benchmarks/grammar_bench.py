@@ -37,7 +37,6 @@ if str(_TESTS) not in sys.path:
 
 from support.earley import Earley  # noqa: E402
 
-from tokensieve.compile.frame_walk import load_kernel  # noqa: E402
 from tokensieve.grammar.cfg import Grammar  # noqa: E402
 
 DEFAULT_ENGINES = ("ours", "xgrammar", "llguidance")
@@ -144,13 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     oracles = {w.name: _EarleyOracle(w) for w in workloads}
     walks = {w.name: prepare_walks(w, vocab, oracles[w.name].complete) for w in workloads}  # type: ignore[arg-type]
 
+    # (ours loads the frame-walk kernel of recursive grammars in its set-up: benchmarks/peers.py)
     engines, skipped, setup_s = set_up_engines(names, vocab)
-    if "ours" in setup_s:
-        # the frame-walk kernel of recursive grammars is loaded once per process (in the background
-        # on the first walk otherwise): counted with the per-vocabulary set-up, not in a workload
-        t = time.perf_counter()
-        load_kernel()
-        setup_s["ours"] += time.perf_counter() - t
 
     results = []
     for w in workloads:

@@ -191,6 +191,11 @@ class TokensieveEngine(Engine):
         self._tokensieve = tokensieve
         self._info = info
         tokensieve.GrammarCompiler(info)  # builds the per-vocabulary token trie (shared, cached)
+        # the frame-walk kernel of rule networks is loaded once per process (numba; in the background
+        # on the first walk otherwise): part of the set-up, like the imports, not of any one compile
+        from tokensieve.compile.frame_walk import load_kernel
+
+        load_kernel()
         self._compiler: Any = None
 
     def new_compiler(self) -> None:
