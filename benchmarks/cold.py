@@ -1,18 +1,19 @@
 """Cold compiles: each (engine, constraint) measured in a process forked after set-up.
 
-The headline compile figure of the JSON Schema benchmark is the first compile
-of a constraint in a fresh process after imports and per-vocabulary set-up,
-for every engine alike. The driver gets it by forking: the parent imports the
-engines, loads the vocabulary and sets every engine up (tokenizer objects,
-token tries), and never compiles anything itself. For each (engine, schema) it
-forks a child, whose state is exactly that of a process that has done the
-set-up and nothing else: no process-wide memo of automata, no per-vocabulary
-table filled by an earlier compile, no compiled-grammar cache. The child
+The headline compile figure of the JSON Schema, regex and grammar benchmarks
+is the first compile of a constraint in a fresh process after imports and
+per-vocabulary set-up, for every engine alike. The driver gets it by forking:
+the parent imports the engines, loads the vocabulary and sets every engine up
+(tokenizer objects, token tries, tokensieve's frame-walk kernel), and never
+compiles anything itself. For each (engine, constraint) it forks a child, whose
+state is exactly that of a process that has done the set-up and nothing else:
+no process-wide memo of automata, no per-vocabulary table filled by an earlier
+compile, no compiled-grammar cache. The child
 
-1. compiles the schema and walks the valid examples once (the **cold**
+1. compiles the constraint and walks the valid examples once (the **cold**
    repetition: compile, compile + first mask, per-token times of this first
    walk, which for a lazy engine include every first visit);
-2. walks the invalid examples over the same compiled object, each until the
+2. walks the invalid examples (if any) over the same compiled object, each until the
    engine refuses a token or the stop token (rejected, as it should be) or
    accepts the whole text and the stop token (accepted: a failure);
 3. repeats compile and walk ``repeat - 1`` times in the same process (the
@@ -30,28 +31,49 @@ Forking copies the parent's pages copy-on-write, so a child pays a page fault
 the first time it writes a page the parent set up (a fresh process would pay one
 for every page it touches). The masks of the cold walk are kept as digests of
 the bits every engine must agree on (regular tokens and EOS), so that two
-engines' masks can be compared across processes.
+engines' masks can be compared across processes, or whole (``full_masks``, in
+rows the child writes before it compiles) where an oracle judges the tokens
+the engines dispute.
+
+**An empty JIT cache.** tokensieve's frame walks of rule networks run in a
+numba kernel compiled once per machine (``cache=True``), loaded in the set-up
+(``peers.py``). With ``NUMBA_CACHE_DIR`` set to a new empty folder for the
+whole run, the parent compiles the kernel during set-up (reported as set-up
+time) and every child inherits it: the compile figures do not change. The first
+run after installation is measured with ``empty_jit_cache``: the set-up leaves
+the kernel out (:func:`kernel_not_preloaded`) and every child sets its own new
+empty cache folder before numba is imported, so its first rule-network walk
+starts compiling the kernel in a background thread, as in a fresh server's
+first request, and the child's cold figures include what that costs it.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import hashlib
 import os
 import pickle
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from harness import EngineResult, Walk, run_engine_workload
+from harness import EngineResult, MaskStore, Walk, fmt, geomean, iter_rows, run_engine_workload
 from peers import Engine
 from workloads import Workload
 
-__all__ = ["ColdResult", "DigestStore", "run_cold", "jit_cache_note"]
+__all__ = [
+    "ColdResult", "DigestStore", "add_cold_arguments", "failed", "jit_cache_note", "kernel_not_preloaded", "render_cold_table", "run_cold",
+    "run_cold_workloads",
+]
 
 
 class DigestStore:
@@ -148,9 +170,12 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 def _child(
     engine: Engine, workload: Workload, walks: list[Walk], invalid: list[list[int]], repeat: int,
-    budget_s: float, comparable: np.ndarray,
+    budget_s: float, comparable: np.ndarray, full_masks: bool,
 ) -> ColdResult:
     started = time.perf_counter()
+    store: MaskStore | DigestStore = DigestStore(comparable)
+    if full_masks:  # rows written now, before the compile (see MaskStore)
+        store = MaskStore(sum(len(w.token_ids) + 1 for w in walks), engine.bitmask.shape[1])
     compile_ms: list[float] = []
     compile_once = engine.compile
 
@@ -164,7 +189,7 @@ def _child(
     signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, budget_s)
     try:
-        return _measure(engine, workload, walks, invalid, repeat, budget_s, comparable, started)
+        return _measure(engine, workload, walks, invalid, repeat, budget_s, store, started)
     except _Budget:
         where = f"the cold compile took {compile_ms[0]:,.0f} ms" if compile_ms else "during the cold compile"
         return ColdResult(
@@ -176,11 +201,11 @@ def _child(
 
 def _measure(
     engine: Engine, workload: Workload, walks: list[Walk], invalid: list[list[int]], repeat: int,
-    budget_s: float, comparable: np.ndarray, started: float,
+    budget_s: float, store: MaskStore | DigestStore, started: float,
 ) -> ColdResult:
     out = ColdResult(engine.name, workload.name)
     cold = run_engine_workload(
-        engine, workload, walks, 1, log=False, store=DigestStore(comparable), keep_compiled=True  # type: ignore[arg-type]
+        engine, workload, walks, 1, log=False, store=store, keep_compiled=True  # type: ignore[arg-type]
     )
     out.cold = cold
     if cold.error is not None:
@@ -214,6 +239,9 @@ def run_cold(
     repeat: int,
     budget_s: float,
     comparable: np.ndarray,
+    *,
+    full_masks: bool = False,
+    empty_jit_cache: bool = False,
 ) -> ColdResult:
     """Measure ``engine`` on ``workload`` in a forked child (see the module docstring).
 
@@ -231,7 +259,15 @@ def run_cold(
         Wall-clock seconds the child may take before it is killed.
     comparable
         ``uint32`` words of the ids whose mask bits are compared (regular tokens and EOS).
+    full_masks
+        Keep the cold walk's masks whole (for an oracle's judgement of disputed tokens),
+        not as digests.
+    empty_jit_cache
+        Give the child a new empty ``NUMBA_CACHE_DIR`` before anything runs (removed when it
+        ends); the kernels must not be loaded in this process (see :func:`kernel_not_preloaded`).
     """
+    if empty_jit_cache and _KERNEL_MODULE in sys.modules:
+        raise RuntimeError("the frame-walk kernel is loaded already: set up inside kernel_not_preloaded()")
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
@@ -240,12 +276,15 @@ def run_cold(
     if pid == 0:  # child
         os.close(read_fd)
         code = 0
+        folder = _new_jit_cache() if empty_jit_cache else None
         try:
-            payload: Any = _child(engine, workload, walks, invalid, repeat, budget_s, comparable)
+            payload: Any = _child(engine, workload, walks, invalid, repeat, budget_s, comparable, full_masks)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent
             payload = ColdResult(engine.name, workload.name, error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
             traceback.print_exc(limit=3)
             code = 1
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
         try:
             data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
             view = memoryview(data)
@@ -293,17 +332,181 @@ def run_cold(
     return result
 
 
-def jit_cache_note() -> str:
+def run_cold_workloads(
+    engines: Sequence[Engine],
+    workloads: Sequence[Workload],
+    walks: dict[str, list[Walk]],
+    repeat: int,
+    budget_s: float,
+    comparable: np.ndarray,
+    empty_jit_cache: bool = False,
+) -> list[ColdResult]:
+    """:func:`run_cold` for every workload and engine, whole masks kept, progress on stderr (no invalid examples)."""
+    results = []
+    for w in workloads:
+        print(f"workload {w.name}", file=sys.stderr)
+        for engine in engines:
+            r = run_cold(engine, w, walks[w.name], [], repeat, budget_s, comparable,
+                         full_masks=True, empty_jit_cache=empty_jit_cache)
+            results.append(r)
+            if r.compiled and r.cold is not None:
+                warm = fmt(r.warm.median("first_mask_ms")) if r.warm else "—"
+                print(f"  {engine.name:<10} cold {fmt(r.cold.median('first_mask_ms'))} ms, warm {warm} ms, "
+                      f"mean {fmt(r.cold.median('mean'))} µs/token, failures {r.cold.failure_count}", file=sys.stderr)
+            else:
+                print(f"  {engine.name:<10} {r.error}", file=sys.stderr)
+    return results
+
+
+def add_cold_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--repeat`` and ``--budget`` as the regex and grammar benchmarks take them."""
+    parser.add_argument(
+        "--repeat", type=int, default=5,
+        help="repetitions per engine and workload in one process: the first cold, the others warm (default: 5)",
+    )
+    parser.add_argument(
+        "--budget", type=float, default=300.0,
+        help="wall-clock seconds per engine and workload (compile, walks, warm repetitions while half of it "
+        "lasts); past it the workload counts as failed for that engine (default: 300)",
+    )
+
+
+def failed(results: Sequence[ColdResult]) -> bool:
+    """Whether any engine errored, ran past its budget or failed a walk check in any repetition."""
+    return any(not r.compiled or (r.cold is not None and r.cold.failure_count)
+               or (r.warm is not None and r.warm.failure_count) for r in results)
+
+
+#: the columns of the regex and grammar reports: (label, repetition, statistic); cold figures first,
+#: the warm ones (medians over the repetitions after the first, in the same process) beside them
+_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("cold compile ms", "cold", "compile_ms"),
+    ("cold compile + 1st mask ms", "cold", "first_mask_ms"),
+    ("warm compile + 1st mask ms", "warm", "first_mask_ms"),
+    ("mean µs", "cold", "mean"),
+    ("p50 µs", "cold", "p50"),
+    ("p99 µs", "cold", "p99"),
+    ("max µs", "cold", "max"),
+    ("warm mean µs", "warm", "mean"),
+    ("warm p99 µs", "warm", "p99"),
+)
+#: the ratios ours/peer shown on every row (indices into _COLUMNS): cold compile + 1st mask, mean, p99
+_ROW_RATIOS = (1, 3, 5)
+
+
+def _figure(r: ColdResult | None, repetition: str, statistic: str) -> float | None:
+    if r is None or not r.compiled:
+        return None
+    part = r.cold if repetition == "cold" else r.warm
+    return None if part is None else part.median(statistic)
+
+
+def render_cold_table(
+    results: Sequence[ColdResult], engines: Sequence[str], workloads: Sequence[Workload], baseline: str = "ours"
+) -> list[str]:
+    """Markdown lines: one row per workload and engine, then the geometric means of ours/peer.
+
+    Cold figures are of the first repetition of each child (compile, first
+    mask, per-token times of its walk), warm ones the medians over the others.
+    """
+    has_baseline = baseline in engines and len(engines) > 1
+    header = ["workload", "engine", *(label for label, _, _ in _COLUMNS), "steps", "failures"]
+    if has_baseline:
+        header += [f"{baseline}/peer {_COLUMNS[i][0].removesuffix(' ms').removesuffix(' µs')}" for i in _ROW_RATIOS]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
+    ratios: dict[str, list[list[float]]] = {e: [[] for _ in _COLUMNS] for e in engines}
+    for w, name, r, base in iter_rows(results, workloads, engines, baseline):
+        if not r.compiled or r.cold is None:
+            lines.append(f"| {w.name} | {name} | error: {r.error} |" + " |" * (len(header) - 3))
+            continue
+        values = [_figure(r, rep, stat) for _, rep, stat in _COLUMNS]
+        steps = r.cold.token_stats[0].count if r.cold.token_stats else 0
+        failures = r.cold.failure_count + (r.warm.failure_count if r.warm else 0)
+        cells = [w.name, name, *(fmt(v) for v in values), str(steps), str(failures)]
+        if has_baseline:
+            quotients = [
+                None if name == baseline or v is None or not b else b / v
+                for v, b in zip(values, (_figure(base, rep, stat) for _, rep, stat in _COLUMNS), strict=True)
+            ]
+            for i, q in enumerate(quotients):
+                if q is not None:
+                    ratios[name][i].append(q)
+            cells += ["—" if quotients[i] is None else f"{quotients[i]:.2f}" for i in _ROW_RATIOS]
+        lines.append("| " + " | ".join(cells) + " |")
+    if has_baseline:
+        lines += [
+            "",
+            f"Geometric mean over workloads of {baseline}/peer (below 1: {baseline} is faster):",
+            "",
+            "| peer | workloads | " + " | ".join(label for label, _, _ in _COLUMNS) + " |",
+            "|---|---:|" + "---:|" * len(_COLUMNS),
+        ]
+        for name in engines:
+            if name == baseline:
+                continue
+            means = [geomean(q) for q in ratios[name]]
+            lines.append(f"| {name} | {len(ratios[name][1])} | "
+                         + " | ".join("—" if g is None else f"{g:.2f}" for g in means) + " |")
+    return lines
+
+
+#: the module of tokensieve's numba kernel (imported when the kernel is loaded)
+_KERNEL_MODULE = "tokensieve.compile._frame_kernel"
+
+
+def _new_jit_cache() -> str:
+    """Point numba's cache at a new empty folder (numba reads it on import, or here if imported)."""
+    folder = tempfile.mkdtemp(prefix="numba-cache-")
+    os.environ["NUMBA_CACHE_DIR"] = folder
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        numba.config.CACHE_DIR = folder
+    return folder
+
+
+@contextlib.contextmanager
+def kernel_not_preloaded() -> Iterator[None]:
+    """Set engines up inside this block to leave tokensieve's frame-walk kernel unloaded.
+
+    ``peers.py`` loads the kernel in tokensieve's set-up so that no compile pays
+    for it; inside this block that load does nothing, and the first rule-network
+    walk of each child loads (or, with an empty cache, compiles) it instead.
+    """
+    try:
+        from tokensieve.compile import frame_walk
+    except ImportError:  # a tokensieve without the kernel: nothing to leave out
+        yield
+        return
+    saved = frame_walk.load_kernel
+    frame_walk.load_kernel = lambda: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        frame_walk.load_kernel = saved
+
+
+def _cache_state_at_start() -> str:
+    folder = os.environ.get("NUMBA_CACHE_DIR", "")
+    return "empty" if folder and os.path.isdir(folder) and not os.listdir(folder) else "as found"
+
+
+#: the state of the JIT cache when this module was imported (before any set-up could fill it)
+_CACHE_AT_START = _cache_state_at_start()
+
+
+def jit_cache_note(empty_per_child: bool = False) -> str:
     """Whether tokensieve runs numba kernels, and where their on-disk cache is.
 
-    Once tokensieve compiles kernels with numba (``cache=True``), the first
-    compile after installation also pays for compiling them. Run the benchmark
-    with ``NUMBA_CACHE_DIR`` set to a new empty folder to measure that: every
-    forked child starts without the kernels in memory, and the first child to
-    need one compiles it and writes it there (later children load it).
+    tokensieve's set-up (``peers.py``) loads its frame-walk kernel, compiling it
+    first when the cache is empty: with ``NUMBA_CACHE_DIR`` set to a new empty
+    folder for the run, that cost is in the set-up time and no child pays it
+    (the note says the cache was empty at start). ``empty_per_child``: the run
+    gave every child a new empty cache and left the kernel out of the set-up.
     """
+    if empty_per_child:
+        return ("kernel not loaded in the set-up; every child starts with a new empty NUMBA_CACHE_DIR "
+                "and compiles the frame-walk kernel on its first rule-network walk (in a background thread)")
     if "numba" not in sys.modules:
         return "tokensieve does not use numba: no JIT cache to empty"
     folder = os.environ.get("NUMBA_CACHE_DIR", "")
-    state = "empty" if folder and os.path.isdir(folder) and not os.listdir(folder) else "as found"
-    return f"numba in use; NUMBA_CACHE_DIR={folder or '(default: beside the modules)'}, {state} at start"
+    return f"numba in use; NUMBA_CACHE_DIR={folder or '(default: beside the modules)'}, {_CACHE_AT_START} at start"

@@ -3,13 +3,19 @@
 Usage::
 
     python benchmarks/grammar_bench.py [--vocab tekken|smollm2] [--engines ours,xgrammar,llguidance]
-                                       [--workloads json_gbnf,arith,sql,clike] [--repeat N] [--json out.json]
+                                       [--workloads json_gbnf,arith,sql,clike] [--repeat N] [--budget S]
+                                       [--empty-jit-cache] [--json out.json]
 
 The workloads (``grammar_workloads.py``) are grammars written for this
 benchmark: JSON in GBNF with bounded white space, left-recursive arithmetic, a
 SQL SELECT subset and a C-like statement language. tokensieve and xgrammar get
-the same GBNF text, llguidance the same language in Lark syntax. The timed loop,
-the checks and the report are the regex benchmark's (``harness.py``); the EOS
+the same GBNF text, llguidance the same language in Lark syntax. As in the regex benchmark, every engine
+compiles every workload in a process forked after imports and per-vocabulary
+set-up (``cold.py``; the first compile there is the **cold** headline, the
+repetitions after it the **warm** figures), with the same timed loop and
+checks (``harness.py``). ``--empty-jit-cache`` measures the first run after
+installation: tokensieve's frame-walk kernel is left out of the set-up and
+every child compiles it from a new empty numba cache. The EOS
 oracle and the judge of disputed tokens are an Earley recogniser over the GBNF
 grammar (``tests/support/earley.py``), and the examples are first checked with
 the ``lark`` package. See ``benchmarks/README.md``.
@@ -18,6 +24,7 @@ the ``lark`` package. See ``benchmarks/README.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -26,8 +33,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cold import (
+    add_cold_arguments,
+    failed,
+    jit_cache_note,
+    kernel_not_preloaded,
+    render_cold_table,
+    run_cold_workloads,
+)
 from grammar_workloads import GRAMMAR_WORKLOADS, GrammarWorkload, check_examples
-from harness import compare_masks, prepare_walks, render_markdown, run_engine_workload
+from harness import comparable_words, compare_masks, prepare_walks, render_correctness
 from peers import describe_engines, engine_names, run_metadata, set_up_engines
 from vocabs import VOCAB_NAMES, Vocab, load_vocab
 
@@ -106,8 +121,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(w.name for w in GRAMMAR_WORKLOADS),
         help="comma-separated workloads (default: all)",
     )
+    add_cold_arguments(parser)
     parser.add_argument(
-        "--repeat", type=int, default=5, help="repetitions per engine and workload (default: 5)"
+        "--empty-jit-cache", action="store_true",
+        help="the first run after installation: leave tokensieve's frame-walk kernel out of the set-up and "
+        "give every child a new empty NUMBA_CACHE_DIR, so that its first rule-network walk compiles the kernel",
     )
     parser.add_argument(
         "--json", type=Path, default=None, help="also write every measurement to this JSON file"
@@ -143,46 +161,51 @@ def main(argv: list[str] | None = None) -> int:
     oracles = {w.name: _EarleyOracle(w) for w in workloads}
     walks = {w.name: prepare_walks(w, vocab, oracles[w.name].complete) for w in workloads}  # type: ignore[arg-type]
 
-    # (ours loads the frame-walk kernel of recursive grammars in its set-up: benchmarks/peers.py)
-    engines, skipped, setup_s = set_up_engines(names, vocab)
+    # ours loads the frame-walk kernel of recursive grammars in its set-up (benchmarks/peers.py),
+    # unless the run measures an empty JIT cache
+    with kernel_not_preloaded() if args.empty_jit_cache else contextlib.nullcontext():
+        engines, skipped, setup_s = set_up_engines(names, vocab)
+    jit_note = jit_cache_note(args.empty_jit_cache)
 
-    results = []
-    for w in workloads:
-        print(f"workload {w.name}", file=sys.stderr)
-        for engine in engines:
-            results.append(run_engine_workload(engine, w, walks[w.name], args.repeat))  # type: ignore[arg-type]
-
+    started = time.perf_counter()
+    results = run_cold_workloads(
+        engines, workloads, walks, args.repeat, args.budget, comparable_words(vocab), args.empty_jit_cache  # type: ignore[arg-type]
+    )
+    cold = [r.cold for r in results if r.compiled and r.cold is not None]
     diffs, disputes, notes = compare_masks(
-        results,
+        cold,
         vocab,
         workloads,
         walks,
         oracle_for=_oracle_for(oracles),  # type: ignore[arg-type]
     )
     ran = [e.name for e in engines]
-    report = render_markdown(
-        results,
-        ran,
-        workloads,  # type: ignore[arg-type]
-        diffs,
-        disputes,
-        notes,
-        skipped,
+    lines = render_cold_table(results, ran, workloads)
+    if skipped:
+        lines += ["", "Skipped engines:", "", *(f"- {n}: {why}" for n, why in skipped.items())]
+    lines += render_correctness(
+        cold, workloads, diffs, disputes, notes,
         oracle_note="an Earley recogniser over the GBNF grammar (is the text plus the token a viable prefix?)",
     )
+    report = "\n".join(lines)
     steps = {w.name: sum(len(x.token_ids) + 1 for x in walks[w.name]) for w in workloads}
     print(
-        f"# Grammar benchmark: {vocab.name} ({vocab.vocab_size} tokens), {args.repeat} repetitions, medians\n\n"
+        f"# Grammar benchmark: {vocab.name} ({vocab.vocab_size} tokens); each engine and workload in a process "
+        f"forked after set-up: 1 cold + up to {args.repeat - 1} warm repetitions (medians), "
+        f"budget {args.budget:g} s\n\n"
         + describe_engines(engines, setup_s)
-        + f"Steps per walk repetition: {', '.join(f'{k} {v}' for k, v in steps.items())}. "
-        f"gc disabled during timed repetitions. Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs.\n"
+        + f"Steps per walk: {', '.join(f'{k} {v}' for k, v in steps.items())}. Cold = the first compile in "
+        "the child and the per-token times of its walk; warm = medians over the repetitions after it. "
+        f"JIT: {jit_note}. gc disabled during timed repetitions. Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs. Wall time {time.perf_counter() - started:.0f} s.\n"
     )
     print(report)
 
     if args.json is not None:
         payload = {
             **run_metadata(vocab, args.repeat),
+            "budget_s": args.budget,
+            "jit": jit_note,
             "engines": {
                 e.name: {"dist": e.dist, "version": e.version, "setup_s": setup_s[e.name]} for e in engines
             },
@@ -199,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
         print(f"wrote {args.json}", file=sys.stderr)
 
-    failed = any(r.failure_count or r.error for r in results)
-    return 1 if failed else 0
+    return 1 if failed(results) else 0
 
 
 if __name__ == "__main__":

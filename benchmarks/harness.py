@@ -37,7 +37,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,9 @@ __all__ = [
     "compare_masks",
     "comparable_words",
     "render_markdown",
+    "render_correctness",
+    "iter_rows",
+    "geomean",
     "fmt",
 ]
 
@@ -483,7 +486,8 @@ def _ratio(ours: float | None, peer: float | None) -> float | None:
     return ours / peer
 
 
-def _geomean(values: list[float]) -> float | None:
+def geomean(values: list[float]) -> float | None:
+    """Geometric mean of the positive values (``None`` when there are none)."""
     values = [v for v in values if v > 0]
     if not values:
         return None
@@ -491,6 +495,20 @@ def _geomean(values: list[float]) -> float | None:
 
 
 _RATIO_METRICS = (("compile_ms", "compile"), ("first_mask_ms", "1st mask"), ("mean", "mean"), ("p50", "p50"))
+
+
+def iter_rows(
+    results: Iterable[Any], workloads: Sequence[Workload], engines: Sequence[str], baseline: str = "ours"
+) -> Iterator[tuple[Workload, str, Any, Any]]:
+    """``(workload, engine, result, baseline's result or None)`` in workload then engine order, for the
+    results (anything with ``workload`` and ``engine`` names) that exist."""
+    index = {(r.workload, r.engine): r for r in results}
+    for w in workloads:
+        base = index.get((w.name, baseline))
+        for name in engines:
+            r = index.get((w.name, name))
+            if r is not None:
+                yield w, name, r, base
 
 
 def render_markdown(
@@ -508,7 +526,6 @@ def render_markdown(
 
     ``oracle_note`` says how disputed tokens were judged.
     """
-    index = {(r.workload, r.engine): r for r in results}
     has_baseline = baseline in engines
     lines: list[str] = []
     header = [
@@ -528,38 +545,33 @@ def render_markdown(
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "|".join("---" if i < 2 else "---:" for i in range(len(header))) + "|")
     ratios: dict[str, dict[str, list[float]]] = {e: {m: [] for m, _ in _RATIO_METRICS} for e in engines}
-    for w in workloads:
-        base = index.get((w.name, baseline))
-        for name in engines:
-            r = index.get((w.name, name))
-            if r is None:
-                continue
-            if r.error is not None:
-                cells = [w.name, name, f"error: {r.error}"] + [""] * (len(header) - 3)
-                lines.append("| " + " | ".join(cells) + " |")
-                continue
-            cells = [
-                w.name,
-                name,
-                fmt(r.median("compile_ms")),
-                fmt(r.median("first_mask_ms")),
-                fmt(r.median("mean")),
-                fmt(r.median("p50")),
-                fmt(r.median("p99")),
-                fmt(r.median("max")),
-                str(r.token_stats[0].count),
-                str(r.failure_count),
-            ]
-            if has_baseline:
-                for metric, _ in _RATIO_METRICS:
-                    if name == baseline or base is None or base.error is not None:
-                        cells.append("—")
-                        continue
-                    q = _ratio(base.median(metric), r.median(metric))
-                    if q is not None:
-                        ratios[name][metric].append(q)
-                    cells.append("—" if q is None else f"{q:.2f}")
+    for w, name, r, base in iter_rows(results, workloads, engines, baseline):
+        if r.error is not None:
+            cells = [w.name, name, f"error: {r.error}"] + [""] * (len(header) - 3)
             lines.append("| " + " | ".join(cells) + " |")
+            continue
+        cells = [
+            w.name,
+            name,
+            fmt(r.median("compile_ms")),
+            fmt(r.median("first_mask_ms")),
+            fmt(r.median("mean")),
+            fmt(r.median("p50")),
+            fmt(r.median("p99")),
+            fmt(r.median("max")),
+            str(r.token_stats[0].count),
+            str(r.failure_count),
+        ]
+        if has_baseline:
+            for metric, _ in _RATIO_METRICS:
+                if name == baseline or base is None or base.error is not None:
+                    cells.append("—")
+                    continue
+                q = _ratio(base.median(metric), r.median(metric))
+                if q is not None:
+                    ratios[name][metric].append(q)
+                cells.append("—" if q is None else f"{q:.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
     if has_baseline and len(engines) > 1:
         lines += [
             "",
@@ -571,13 +583,25 @@ def render_markdown(
         for name in engines:
             if name == baseline:
                 continue
-            gm = [_geomean(ratios[name][m]) for m, _ in _RATIO_METRICS]
+            gm = [geomean(ratios[name][m]) for m, _ in _RATIO_METRICS]
             lines.append(f"| {name} | " + " | ".join("—" if g is None else f"{g:.2f}" for g in gm) + " |")
     if skipped:
         lines += ["", "Skipped engines:", ""]
         lines += [f"- {name}: {why}" for name, why in skipped.items()]
+    lines += render_correctness(results, workloads, diffs, disputes, notes, oracle_note)
+    return "\n".join(lines)
 
-    lines += [
+
+def render_correctness(
+    results: Sequence[EngineResult],
+    workloads: Sequence[Workload],
+    diffs: list[Difference],
+    disputes: list[Dispute],
+    notes: list[str],
+    oracle_note: str = "partial matching with the `regex` module",
+) -> list[str]:
+    """The correctness report's markdown lines: walk checks, errors, mask agreement, disputed tokens, notes."""
+    lines = [
         "",
         "### Correctness",
         "",
@@ -631,4 +655,4 @@ def render_markdown(
     elif diffs:
         lines += ["", "- every engine's mask agrees with every other's on every compared step."]
     lines += [f"- {n}" for n in notes]
-    return "\n".join(lines)
+    return lines

@@ -3,12 +3,16 @@
 Usage::
 
     python benchmarks/regex_bench.py [--vocab tekken|smollm2] [--engines ours,xgrammar,llguidance,outlines]
-                                     [--workloads date,email,...] [--repeat N] [--json out.json]
+                                     [--workloads date,email,...] [--repeat N] [--budget S] [--json out.json]
 
-Prints a markdown table (per workload and engine: median compile time, compile +
-first mask, per-token mask time mean/p50/p99/max, ratios ours/peer measured in
-the same run), then a correctness report (disallowed tokens, EOS errors, and
-mask differences between engines). See ``benchmarks/README.md``.
+Every engine compiles every workload in a process forked after imports and
+per-vocabulary set-up (``cold.py``): the first compile there is the **cold**
+figure, the headline, and the repetitions after it in the same process are the
+**warm** ones. Prints a markdown table (per workload and engine: cold compile,
+cold and warm compile + first mask, per-token mask time mean/p50/p99/max of the
+cold walk, warm mean and p99, ratios ours/peer measured in the same run), then a
+correctness report (disallowed tokens, EOS errors, and mask differences between
+engines on the cold walks). See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness import compare_masks, prepare_walks, render_markdown, run_engine_workload
+from cold import add_cold_arguments, failed, render_cold_table, run_cold_workloads
+from harness import comparable_words, compare_masks, prepare_walks, render_correctness
 from peers import ENGINES, describe_engines, engine_names, run_metadata, set_up_engines
 from vocabs import VOCAB_NAMES, load_vocab
 from workloads import WORKLOADS
@@ -40,9 +45,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(w.name for w in WORKLOADS),
         help="comma-separated workloads (default: all)",
     )
-    parser.add_argument(
-        "--repeat", type=int, default=5, help="repetitions per engine and workload (default: 5)"
-    )
+    add_cold_arguments(parser)
     parser.add_argument(
         "--json", type=Path, default=None, help="also write every measurement to this JSON file"
     )
@@ -76,28 +79,32 @@ def main(argv: list[str] | None = None) -> int:
 
     engines, skipped, setup_s = set_up_engines(names, vocab)
 
-    results = []
-    for w in workloads:
-        print(f"workload {w.name}", file=sys.stderr)
-        for engine in engines:
-            results.append(run_engine_workload(engine, w, walks[w.name], args.repeat))
-
-    diffs, disputes, notes = compare_masks(results, vocab, workloads, walks)
+    started = time.perf_counter()
+    results = run_cold_workloads(engines, workloads, walks, args.repeat, args.budget, comparable_words(vocab))
+    cold = [r.cold for r in results if r.compiled and r.cold is not None]
+    diffs, disputes, notes = compare_masks(cold, vocab, workloads, walks)
     ran = [e.name for e in engines]
-    report = render_markdown(results, ran, workloads, diffs, disputes, notes, skipped)
+    lines = render_cold_table(results, ran, workloads)
+    if skipped:
+        lines += ["", "Skipped engines:", "", *(f"- {n}: {why}" for n, why in skipped.items())]
+    report = "\n".join(lines + render_correctness(cold, workloads, diffs, disputes, notes))
     steps = {w.name: sum(len(x.token_ids) + 1 for x in walks[w.name]) for w in workloads}
     print(
-        f"# Regex benchmark: {vocab.name} ({vocab.vocab_size} tokens), {args.repeat} repetitions, medians\n\n"
+        f"# Regex benchmark: {vocab.name} ({vocab.vocab_size} tokens); each engine and workload in a process "
+        f"forked after set-up: 1 cold + up to {args.repeat - 1} warm repetitions (medians), "
+        f"budget {args.budget:g} s\n\n"
         + describe_engines(engines, setup_s)
-        + f"Steps per walk repetition: {', '.join(f'{k} {v}' for k, v in steps.items())}. "
+        + f"Steps per walk: {', '.join(f'{k} {v}' for k, v in steps.items())}. Cold = the first compile in "
+        "the child and the per-token times of its walk; warm = medians over the repetitions after it. "
         f"gc disabled during timed repetitions. Python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs.\n"
+        f"{os.cpu_count()} CPUs. Wall time {time.perf_counter() - started:.0f} s.\n"
     )
     print(report)
 
     if args.json is not None:
         payload = {
             **run_metadata(vocab, args.repeat),
+            "budget_s": args.budget,
             "engines": {
                 e.name: {
                     "dist": e.dist,
@@ -122,8 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
         print(f"wrote {args.json}", file=sys.stderr)
 
-    failed = any(r.failure_count or r.error for r in results)
-    return 1 if failed else 0
+    return 1 if failed(results) else 0
 
 
 if __name__ == "__main__":
