@@ -18,8 +18,16 @@ import numpy as np
 import pytest
 
 from tokensieve import LimitExceeded, Limits
-from tokensieve.automata import build, class_tables, determinize, minimize, ops
-from tokensieve.automata.minimize import EdgeDFA, minimize_edges, trim_edges
+from tokensieve.automata import (
+    build,
+    class_tables,
+    determinize,
+    minimize,
+    minimize_arrays,
+    ops,
+    subset_arrays,
+)
+from tokensieve.automata.minimize_arrays import EdgeDFA, minimize_edges, trim_edges
 from tokensieve.automata.nfa import build_nfa
 from tokensieve.grammar.regex import parse_regex, regex_to_dfa
 
@@ -236,12 +244,12 @@ def test_refinement_rounds_in_numpy_or_in_python_agree(monkeypatch, narrow: int)
     code otherwise falls back to; here a fallback fails the test.
     """
     exact = minimize.minimize
-    monkeypatch.setattr(minimize, "_NARROW_ROUND", narrow)
+    monkeypatch.setattr(minimize_arrays, "_NARROW_ROUND", narrow)
 
     def no_fallback(*args: object) -> None:
         raise AssertionError("the partition of the rounds was not a congruence")
 
-    monkeypatch.setattr(minimize, "minimize", no_fallback)
+    monkeypatch.setattr(minimize_arrays, "minimize", no_fallback)
     for seed in range(60):
         rng = random.Random(9000 + seed)
         rows, acc = _deep_dfa(rng)
@@ -288,7 +296,7 @@ def test_narrow_levels_in_numpy_or_in_python_agree(monkeypatch, narrow: int | No
     breadth-first order recomputed from the result.
     """
     if narrow is not None:
-        monkeypatch.setattr(minimize, "_NARROW", narrow)
+        monkeypatch.setattr(minimize_arrays, "_NARROW", narrow)
     for seed in range(24):
         rng = random.Random(12000 + seed)
         if seed % 3 == 1:
@@ -333,7 +341,7 @@ def test_unreachable_states_are_trimmed(seed: int) -> None:
 
 def test_hash_collisions_fall_back(monkeypatch) -> None:
     """With a hash that collides everywhere the check rejects the partition and the exact code runs."""
-    monkeypatch.setattr(minimize, "_mix", lambda x: x & np.uint64(1))
+    monkeypatch.setattr(minimize_arrays, "mix", lambda x: x & np.uint64(1))
     for seed in range(60):
         rng = random.Random(5000 + seed)
         rows, acc, k = _random_dfa(rng)
@@ -400,11 +408,11 @@ def test_regexes_through_the_array_path(monkeypatch, checks, pattern: str, varia
     monkeypatch.setattr(build, "SMALL_EDGES", -1)
     monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
     if variant == "levels":  # no follow set registered up front: one breadth-first level at a time
-        monkeypatch.setattr(determinize, "_follow_sets", _level_by_level)
+        monkeypatch.setattr(subset_arrays, "_follow_sets", _level_by_level)
     if variant == "deep":  # epsilon searches handed over to the per-node search
-        monkeypatch.setattr(determinize, "_DEEP", 2)
+        monkeypatch.setattr(subset_arrays, "_DEEP", 2)
     if variant == "collide":  # every subset hashes alike: the exact construction takes over
-        monkeypatch.setattr(determinize, "_mix", lambda x: x & np.uint64(0))
+        monkeypatch.setattr(subset_arrays, "mix", lambda x: x & np.uint64(0))
     big = regex_to_dfa(pattern)
     assert big.same_as(small)
     checks.assert_trimmed(big)
@@ -440,7 +448,7 @@ def test_state_limit_counts_reachable_states_only(monkeypatch, pattern: str) -> 
     # follow sets registered up front but never reached must not count against the limit
     monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
     nfa = build_nfa(parse_regex(pattern), Limits())
-    monkeypatch.setattr(determinize, "_follow_sets", _level_by_level)
+    monkeypatch.setattr(subset_arrays, "_follow_sets", _level_by_level)
     exact = determinize.determinize(nfa).num_states  # the plain level-by-level construction
     monkeypatch.undo()
     monkeypatch.setattr(determinize, "_DENSE_MAX", -1)

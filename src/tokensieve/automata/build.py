@@ -10,7 +10,8 @@ from ..limits import Limits
 from .blank_runs import RunsNotCountable, bound_blank_runs
 from .determinize import ClassDFA, Row, determinize
 from .dfa import ByteDFA
-from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim, trim_edges
+from .minimize import minimize, trim
+from .minimize_arrays import SMALL_EDGES, EdgeDFA, minimize_edges, trim_edges
 from .nfa import build_nfa
 from .splice import plan_splice, splice
 

@@ -24,7 +24,8 @@ from ..ir.nodes import Automaton
 from ..limits import Limits
 from .determinize import Row
 from .dfa import ByteDFA
-from .minimize import SMALL_EDGES, EdgeDFA, minimize, minimize_edges, trim_edges
+from .minimize import minimize
+from .minimize_arrays import SMALL_EDGES, EdgeDFA, minimize_edges, trim_edges
 from .nfa import automaton_edges
 
 __all__ = [

@@ -54,6 +54,7 @@ from ..ir.nodes import (
     repeat,
 )
 from ..limits import Limits
+from .arrays import search
 from .blank_runs import (
     BLANKS,
     IS_BLANK,
@@ -63,7 +64,6 @@ from .blank_runs import (
     layout_places,
     unroll_blank_runs,
 )
-from .determinize import _search
 from .dfa import ByteDFA
 from .layers import Derived, LayerCopies, Unit, layers_of
 from .nfa import automaton_edges, automaton_runs
@@ -205,12 +205,12 @@ def _well_formed(node: Automaton) -> bool:
     src, _, _, dst = automaton_runs(node)
     n = node.num_states
     ptr = np.searchsorted(src, np.arange(n + 1))
-    ok = bool(_search(ptr, dst, np.array([node.start], dtype=np.int64), n).all())
+    ok = bool(search(ptr, dst, np.array([node.start], dtype=np.int64), n).all())
     if ok:
         order = np.argsort(dst, kind="stable")
         rptr = np.searchsorted(dst[order], np.arange(n + 1))
         acc = np.flatnonzero(np.frombuffer(node.accepting, dtype=np.uint8))
-        ok = bool(_search(rptr, src[order], acc.astype(np.int64), n).all())
+        ok = bool(search(rptr, src[order], acc.astype(np.int64), n).all())
     _checked.put(node, ok)
     return ok
 
