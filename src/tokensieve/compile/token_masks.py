@@ -17,7 +17,7 @@ Each frontier element is expanded from whichever side is smaller:
   children (most nodes below depth 2).
 * **automaton side**: enumerate the state's outgoing edges (CSR, built once
   per automaton) and find the child along each byte: a dense child table for
-  the "hub" nodes with at least ``_HUB_MIN_CHILDREN`` children (the root and
+  the "hub" nodes with at least four children (the root and
   common prefixes), a comparison with the few child bytes for the others.
   Right for restrictive states (a choice list, a keyword), where a hub node has
   hundreds of children but the state leaves on one or two bytes. Automata
@@ -50,51 +50,40 @@ plain Python (no shortcuts: the same tokens).
 from __future__ import annotations
 
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._arrays import concat_ranges as _ranges
 from .._arrays import or_distinct_bits
-from ..automata.blank_chains import IS_BLANK, BlankChains, CopyRows
 from ..bitmask import friendly_zeros
 from ..vocab.trie import TokenTrie
-from .char_chains import PLAIN_SET, chain_lengths, class_chains, node_chain_needs, node_suffix_needs
+from .automaton_view import AutomatonView
 from .class_jumps import ClassJump, ClassRegion
-from .utf8_closure import HIGH_BYTES, utf8_closed_states, utf8_subtree_ok
+from .jump_starts import escape_pairs, jump_groups
+from .mask_batch import MaskBatch
+from .trie_tables import TrieTables
+from .walk_budget import FrontierTooLarge, WalkBudget, walk_in_chunks
 
 if TYPE_CHECKING:
-    from ..automata import ByteDFA
     from .blank_copies import LeadingBlanks
     from .shared_masks import LongTokens
     from .unit_needs import UnitNeeds
 
 __all__ = [
-    "PERMISSIVE_LOOP_BYTES",
-    "PERMISSIVE_OUT_BYTES",
     "AutomatonView",
     "FrontierTooLarge",
     "MaskBatch",
     "TokenMaskBuilder",
     "WalkBudget",
+    "walk_in_chunks",
 ]
 
-_ONE = np.uint64(1)
 _EMPTY = np.zeros(0, dtype=np.int64)
 _EMPTY_BOOL = np.zeros(0, dtype=bool)
 
-#: nodes with at least this many children get a row in the dense child table
-_HUB_MIN_CHILDREN = 4
-#: a state that loops on at least this many bytes counts as permissive (large masks, costly walks) ...
-PERMISSIVE_LOOP_BYTES = 16
-#: ... and so does one with at least this many outgoing bytes
-PERMISSIVE_OUT_BYTES = 128
-#: a state whose class (loop bytes or chain class) has at least this many bytes starts its walk
-#: past the class (see :mod:`.class_jumps`), as deep as its chain goes (a loop: to the end)
-JUMP_MIN_BYTES = 16
 #: a walk whose frontier is at most this many pairs ...
 _TAIL_PAIRS = 64
 #: ... with at most this many trie nodes below them in all goes on in plain Python
@@ -116,466 +105,7 @@ _LEVEL_WORK = 300
 _WALK_WORK = 3000
 
 
-class WalkBudget:
-    """When compile-time walks stop: after some work, or some time, whichever comes first.
-
-    Parameters
-    ----------
-    builder
-        The mask builder whose :meth:`TokenMaskBuilder.work_done` measures the work.
-    work
-        Work units (see :meth:`TokenMaskBuilder.work_done`) from now; ``None``: no bound.
-    seconds
-        Seconds from now; ``None``: no bound. A bound in work gives the same
-        result on every machine, one in time only on machines as fast.
-    """
-
-    def __init__(self, builder: TokenMaskBuilder, work: int | None = None, seconds: float | None = None) -> None:
-        self._meter = builder.work_done
-        self._until = None if work is None else builder.work_done() + work
-        self._deadline = None if seconds is None else time.perf_counter() + seconds
-
-    @classmethod
-    def bounded(cls, builder: TokenMaskBuilder, work: int | None, seconds: float | None) -> WalkBudget | None:
-        """The budget of ``work`` units or ``seconds``, ``None`` when neither bounds anything."""
-        if work is None and seconds is None:
-            return None
-        return cls(builder, work, seconds)
-
-    def spent(self) -> bool:
-        """Whether the work or the time is used up."""
-        if self._deadline is not None and time.perf_counter() > self._deadline:
-            return True
-        return self._until is not None and self._meter() >= self._until
-
-
-class FrontierTooLarge(Exception):
-    """A walk of several states would hold too many (trie node, state) pairs: walk fewer at once."""
-
-
-def walk_in_chunks(
-    states: np.ndarray,
-    permissive: np.ndarray,
-    sizes: tuple[int, int],
-    walk: Callable[[np.ndarray], None],
-    budget: WalkBudget | None = None,
-) -> bool:
-    """Call ``walk`` on chunks of ``states``: restrictive states first, then permissive ones.
-
-    ``sizes``: states per chunk, restrictive and permissive (a permissive
-    state's frontier holds thousands of nodes: fewer of them per walk). A chunk
-    whose walk raises :class:`FrontierTooLarge` is walked again in halves (a
-    walk of one state must not raise). Returns ``False`` if the ``budget``
-    was spent before every chunk was walked.
-    """
-    flags = permissive.take(states)
-    strict, loose = states[~flags], states[flags]
-    chunks = [strict[i : i + sizes[0]] for i in range(0, strict.size, sizes[0])]
-    chunks += [loose[i : i + sizes[1]] for i in range(0, loose.size, sizes[1])]
-    chunks.reverse()
-    while chunks:
-        if budget is not None and budget.spent():
-            return False
-        chunk = chunks.pop()
-        try:
-            walk(chunk)
-        except FrontierTooLarge:
-            half = chunk.size // 2
-            chunks += [chunk[half:], chunk[:half]]
-    return True
-
-
-def _step(trans: np.ndarray, state: np.ndarray, byte: np.ndarray | int) -> np.ndarray:
-    """The successors of ``state`` on ``byte`` in a flattened table (``-1``: none, also from ``-1``)."""
-    ok = state >= 0
-    return np.where(ok, trans.take((np.where(ok, state, 0) << 8) | byte), -1)
-
-
-def _live_cells(flat: np.ndarray, rows: int, unread: np.ndarray | None) -> np.ndarray:
-    """``(state << 8) | byte`` of the transitions of the first ``rows`` states, but those of ``unread`` ones."""
-    if unread is None:
-        return np.flatnonzero(flat[: rows * 256] >= 0)
-    read = np.flatnonzero(~unread[:rows])
-    at = np.flatnonzero(flat.reshape(-1, 256).take(read, axis=0) >= 0)
-    return (read.take(at >> 8) << 8) | (at & 255)
-
-
-def _edges_with_copies(
-    flat: np.ndarray, chains: BlankChains, unread: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(source, byte, target)`` of the flattened table: the copies' edges made from their places'.
-
-    The states before the copies are read off the table (but the ``unread``
-    ones, which get no edges). Copy ``c`` of a place has its place's edges but
-    for the blanks: where the place's lead to its first copy, the copy's lead
-    to copy ``c + 1``, and the last copy has none.
-    """
-    first, most, places = chains.first, chains.most, chains.places
-    at = _live_cells(flat, first, unread)
-    deg = np.bincount(at >> 8, minlength=first)
-    start = np.zeros(first + 1, dtype=np.int64)
-    np.cumsum(deg, out=start[1:])
-    per_copy = np.repeat(deg.take(places), most)
-    pos = at.take(_ranges(np.repeat(start.take(places), most), per_copy))  # the places' edges, in the table
-    number = np.repeat(np.tile(np.arange(1, most + 1, dtype=np.int64), places.size), per_copy)
-    blank = IS_BLANK.take(pos & 255)
-    keep = ~(blank & (number == most))
-    c_src = np.repeat(np.arange(first, chains.end, dtype=np.int64), per_copy)[keep]
-    pos, number, blank = pos[keep], number[keep], blank[keep]
-    n, total = at.size, at.size + pos.size
-    src = np.empty(total, dtype=np.int64)
-    byte = np.empty(total, dtype=np.uint8)
-    target = np.empty(total, dtype=flat.dtype)
-    flat.take(at, out=target[:n])
-    flat.take(pos, out=target[n:])
-    target[n:][blank] += number[blank].astype(flat.dtype)
-    np.copyto(byte[:n], at, casting="unsafe")  # the low byte of the flat index
-    np.copyto(byte[n:], pos, casting="unsafe")
-    np.right_shift(at, 8, out=src[:n])
-    src[n:] = c_src
-    return src, byte, target
-
-
-
-class AutomatonView:
-    """The arrays a trie walk needs from one automaton, built once per automaton.
-
-    Parameters
-    ----------
-    transitions
-        ``int32 (S, 256)`` transition table, -1 for no transition; ``None`` for
-        an automaton known only by its ``edges`` (then every frontier element is
-        expanded from the automaton side).
-    accepting
-        ``bool (S,)``.
-    edges
-        Optional ``(source, byte, target)`` arrays sorted by ``(source, byte)``
-        (see :meth:`ByteDFA.edge_list`); derived from the table when absent.
-    copies
-        Optional: where the table's copies of layout places are (see
-        :class:`~tokensieve.automata.blank_runs.BlankChains`). Their rows are
-        then not read: their edges and chains come from their places'.
-    unread
-        Optional ``bool (S,)``: states that no walk reaches, whose rows are
-        not read either: they get no edges and no chains (the later layers of
-        counted strings, see :meth:`CompiledGrammar._unreached <tokensieve.compile.compiled_grammar.CompiledGrammar>`).
-
-    Attributes
-    ----------
-    trans : numpy.ndarray or None
-        The table flattened (``trans[(s << 8) | b]``), if there is one.
-    outdeg, out_start, out_byte, out_next : numpy.ndarray
-        Outgoing edges of every state in CSR form, sorted by byte.
-    has_loops : bool
-        Whether any state loops on some byte (enables the subtree closure).
-    loops : numpy.ndarray
-        ``uint64 (S, 4)``: the bytes each state loops on; for a :attr:`utf8` state
-        also the bytes 0x80-0xFF.
-    utf8 : numpy.ndarray
-        ``bool (S,)``: states that loop on some byte and take every well-formed
-        UTF-8 character back to themselves (and refuse ill-formed bytes), such as
-        the inside of a free JSON string. Below a trie node whose tokens are all
-        well-formed UTF-8 from a character boundary, their high bytes count as
-        loop bytes for the subtree closure.
-    permissive : numpy.ndarray
-        ``bool (S,)``: states that loop on at least :data:`PERMISSIVE_LOOP_BYTES`
-        bytes or leave on at least :data:`PERMISSIVE_OUT_BYTES`; their masks are
-        large and their walks the costly ones.
-    """
-
-    def __init__(
-        self,
-        transitions: np.ndarray | None,
-        accepting: np.ndarray,
-        edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-        copies: BlankChains | None = None,
-        unread: np.ndarray | None = None,
-    ) -> None:
-        self.accepting = np.asarray(accepting, dtype=bool)
-        s = self.accepting.shape[0]
-        self.num_states = s
-        self.trans: np.ndarray | None = None
-        if transitions is not None:
-            flat = np.ascontiguousarray(transitions, dtype=np.int32).reshape(-1)
-            if s >= 1 << 23:  # keep (state << 8) | byte inside int32 arithmetic
-                flat = flat.astype(np.int64)
-            self.trans = flat
-        self._copy_rows: CopyRows | None = None
-        if copies is not None and edges is None and self.trans is not None:
-            self._copy_rows = copies.copy_rows(self.trans.reshape(s, 256))
-        with_copies = self._copy_rows is not None
-        if unread is not None and (edges is not None or self.trans is None or not unread.any()):
-            unread = None
-        if unread is not None:
-            self._copy_rows = (self._copy_rows or CopyRows.all_rows(s)).without(unread)
-        if edges is None:
-            if self.trans is None:
-                raise ValueError("an automaton needs its transition table or its edges")
-            # as narrow as they fit: millions of edges in a large schema automaton
-            flat = self.trans
-            self.out_next: np.ndarray
-            self.out_byte: np.ndarray
-            if with_copies:
-                assert copies is not None
-                src, self.out_byte, self.out_next = _edges_with_copies(flat, copies, unread)
-            else:
-                at = _live_cells(flat, s, unread)
-                self.out_next = flat.take(at)  # the table's integers
-                self.out_byte = at.astype(np.uint8)  # the low byte of the flat index
-                src = np.right_shift(at, 8, out=at)
-        else:
-            src, self.out_byte, self.out_next = (np.asarray(a, dtype=np.int64) for a in edges)
-        self.outdeg = np.bincount(src, minlength=s).astype(np.int64)
-        self.out_start = np.zeros(s + 1, dtype=np.int64)
-        np.cumsum(self.outdeg, out=self.out_start[1:])
-        on_loop = self.out_next == src
-        self.has_loops = bool(on_loop.any())
-        self.loops = np.zeros((s, 4), dtype=np.uint64)
-        if self.has_loops:
-            lb = self.out_byte[on_loop]
-            np.bitwise_or.at(self.loops, (src[on_loop], lb >> 6), _ONE << (lb & 63).astype(np.uint64))
-        raw_loops = self.loops.copy()
-        loop_bytes = np.bitwise_count(self.loops).sum(axis=1)
-        self.has_loop = loop_bytes > 0
-        self.permissive = (loop_bytes >= PERMISSIVE_LOOP_BYTES) | (self.outdeg >= PERMISSIVE_OUT_BYTES)
-        # states that take every UTF-8 character back to themselves (inside a free string):
-        # their loop set gains the bytes 0x80-0xFF, valid only below nodes whose tokens are well-formed
-        self.utf8 = np.zeros(s, dtype=bool)
-        if self.trans is not None and self.has_loops:
-            trans = self.trans
-            lead = trans.take(np.flatnonzero(self.has_loop) * 256 + 0xC2)
-            cand = np.flatnonzero(self.has_loop)[lead >= 0]
-            cand = cand[trans.take(cand * 256 + 0xF4) >= 0]
-            if cand.size:
-                self.utf8[cand] = utf8_closed_states(trans.reshape(s, 256), cand)
-                self.loops[self.utf8] |= HIGH_BYTES
-        self.has_utf8 = bool(self.utf8.any())
-        self.not_loop = ~self.loops
-        # subtree closure: by the loop bytes of a looping state, by its class chain for the others
-        self.closes = self.has_loop
-        self.not_closing = self.not_loop
-        self.close_len: np.ndarray | None = None
-        # class jumps (see :mod:`.class_jumps`): per state, the depth its class is jumped to (0: none)
-        self.jump_depth = np.zeros(s, dtype=np.int16)
-        self.jump_class = np.zeros((0, 4), dtype=np.uint64)
-        self.chain_next = np.zeros(0, dtype=np.int64)
-        if self.trans is not None and s:
-            classes, length, self.chain_next = class_chains(self.trans.reshape(s, 256), raw_loops, self._copy_rows)
-            chain = (length > 0) & ~self.has_loop
-            if chain.any():
-                self.closes = self.has_loop | chain
-                self.not_closing = self.not_loop.copy()
-                self.not_closing[chain] = ~classes[chain]
-                self.close_len = np.where(self.has_loop, np.iinfo(np.int16).max, length).astype(np.int16)
-            wide = np.bitwise_count(classes).sum(axis=1) >= JUMP_MIN_BYTES
-            self.jump_depth[wide & self.has_loop] = np.iinfo(np.int16).max
-            self.jump_depth[wide & chain] = length[wide & chain]
-            self.jump_class = classes
-        self.has_closures = bool(self.closes.any())
-        self._chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        #: per state, the longest of its three chains (set with :attr:`chains`)
-        self.chain_reach: np.ndarray | None = None
-        self._jump_utf8: np.ndarray | None = None
-        self._nbytes: tuple[tuple[bool, bool], int] | None = None  # memo of nbytes
-
-    @property
-    def chains(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Per state, the plain ASCII, plain character and blank chain lengths (see :mod:`.char_chains`).
-
-        Built on first use; ``None`` for an automaton without a table.
-        """
-        if self._chains is None and self.trans is not None:
-            self._chains = chain_lengths(self.trans.reshape(self.num_states, 256), self._copy_rows)
-            self.chain_reach = np.maximum(np.maximum(self._chains[0], self._chains[1]), self._chains[2])
-        return self._chains
-
-    @property
-    def jump_utf8(self) -> np.ndarray:
-        """``bool (S,)``: the class jumps of these states take every well-formed character as a step.
-
-        The :attr:`utf8` loops, and the class chains whose every step also takes
-        each multi-byte character to the next state (the character chain of
-        :func:`~tokensieve.compile.char_chains.chain_lengths` at least as long,
-        and a plain byte in the class, so that both chains go through the same
-        states): their jump depths count characters. Built on first use.
-        """
-        if self._jump_utf8 is None:
-            out = self.utf8.copy()
-            chain = (self.jump_depth > 0) & ~self.has_loop
-            if chain.any() and self.chains is not None:
-                plain = (self.jump_class & PLAIN_SET).any(axis=1)
-                out |= chain & plain & (self.chains[1] >= self.jump_depth)
-            self._jump_utf8 = out
-        return self._jump_utf8
-
-    @classmethod
-    def of(cls, dfa: ByteDFA, unread: np.ndarray | None = None) -> AutomatonView:
-        """The view of a :class:`ByteDFA` (without building its table if it has none; ``unread`` as above)."""
-        if dfa.has_table:  # the edges from the table, narrow (the DFA's own list is int64)
-            return cls(dfa.transitions, dfa.accepting, copies=dfa.blank_chains, unread=unread)
-        return cls(None, dfa.accepting, dfa.edge_list())
-
-    @property
-    def is_permissive(self) -> bool:
-        """Whether some state is permissive (see :attr:`permissive`)."""
-        return bool(self.permissive.any())
-
-    @property
-    def num_edges(self) -> int:
-        """Number of transitions."""
-        return int(self.out_byte.shape[0])
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the view's own arrays (the table it was given is not counted)."""
-        key = (self._chains is not None, self._jump_utf8 is not None)  # the arrays built on first use
-        known = self._nbytes
-        if known is not None and known[0] == key:
-            return known[1]
-        arrays = {id(v): v for k, v in vars(self).items() if isinstance(v, np.ndarray) and k != "trans"}
-        arrays.update((id(a), a) for a in self._chains or ())
-        total = sum(int(a.nbytes) for a in arrays.values() if a.base is None)
-        self._nbytes = (key, total)
-        return total
-
-
-class MaskBatch:
-    """Masks of several states, computed by one walk.
-
-    A mask with many tokens is packed at once (``dense``); the others are kept
-    as lists of ``(word, bit)`` pairs (token ``t`` is word ``t >> 5``, bit
-    ``1 << (t & 31)``) and packed on demand by :meth:`mask` (a couple of
-    microseconds), or all together by :meth:`pack` (then ``packed`` holds
-    every row).
-
-    Attributes
-    ----------
-    states : numpy.ndarray
-        ``int64 (k,)``: the states, in the order they were requested.
-    accepting : numpy.ndarray
-        ``bool (k,)``.
-    starts, words, bits : numpy.ndarray
-        The allowed tokens of ``states[i]`` are ``words[starts[i]:starts[i + 1]]``
-        (``int64``) and ``bits[...]`` (``uint32``), in no particular order, stop
-        tokens not included; empty for the dense states.
-    dense : dict
-        index into ``states`` -> packed ``int32 (num_words,)`` row, stop tokens included.
-    """
-
-    def __init__(
-        self,
-        states: np.ndarray,
-        accepting: np.ndarray,
-        starts: np.ndarray,
-        words: np.ndarray,
-        bits: np.ndarray,
-        dense: dict[int, np.ndarray],
-        builder: TokenMaskBuilder,
-    ) -> None:
-        self.states = states
-        self.accepting = accepting
-        self.starts = starts
-        self.words = words
-        self.bits = bits
-        self.dense = dense
-        self.packed: np.ndarray | None = None
-        self._num_words = builder.num_words
-        self._stop_words = builder._stop_words
-        self._stop_bits = builder._stop_bits
-        self._stop_pairs = builder.stop_pairs
-
-    def __len__(self) -> int:
-        return int(self.states.shape[0])
-
-    @property
-    def nbytes(self) -> int:
-        """Memory held by the token lists, or by the packed rows once :meth:`pack` ran."""
-        if self.packed is not None:
-            return int(self.packed.nbytes)
-        return int(self.starts.nbytes + self.words.nbytes + self.bits.nbytes)
-
-    def pack(self) -> None:
-        """Pack every mask now (:meth:`pack_all`) and keep the rows; the token lists are dropped."""
-        packed = self.pack_all()
-        packed.setflags(write=False)
-        self.packed = packed
-        self.words = self.bits = _EMPTY
-        self.starts = np.zeros(1, dtype=np.int64)
-        self.dense = {}
-
-    def listed(self, index: int) -> bool:
-        """Whether the mask of ``states[index]`` is kept as a token list (packed by :meth:`mask` on each call)."""
-        return self.packed is None and index not in self.dense
-
-    def mask(self, index: int) -> np.ndarray:
-        """The packed ``int32 (num_words,)`` row of ``states[index]`` (a new array for token lists)."""
-        if self.packed is not None:
-            return self.packed[index]
-        row = self.dense.get(index)
-        if row is not None:
-            return row
-        out = friendly_zeros(self._num_words, np.uint32)
-        self._write_list(index, out)
-        return out.view(np.int32)
-
-    def _write_list(self, index: int, out: np.ndarray) -> np.ndarray:
-        """OR the token list of ``states[index]`` into the zeroed ``uint32`` row ``out``.
-
-        Stop tokens are added where the state is accepting. Returns the list's
-        words (a slice of :attr:`words`, without the stop words).
-        """
-        lo, hi = int(self.starts[index]), int(self.starts[index + 1])
-        words = self.words[lo:hi]
-        or_distinct_bits(out, words, self.bits[lo:hi])
-        if self.accepting[index]:
-            for word, bit in self._stop_pairs:
-                out[word] |= bit
-        return words
-
-    def pairs(self, index: int) -> int:
-        """How many ``(word, bit)`` pairs the token list of ``states[index]`` holds."""
-        return int(self.starts[index + 1] - self.starts[index])
-
-    def fill_sparse(self, index: int, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Write the listed mask of ``states[index]`` into ``row``; return it as ``(words, bits)``.
-
-        ``row`` is ``int32 (num_words,)`` and is cleared first. The result
-        rewrites the same row by ``row[words] = bits`` after clearing it: a
-        word listed twice carries its whole union both times. Stop tokens are
-        included where the state is accepting. Meant for short lists (the bits
-        are merged by :func:`or_distinct_bits`, a couple of microseconds).
-        """
-        row.fill(0)
-        words = self._write_list(index, row.view(np.uint32))
-        if self.accepting[index] and self._stop_pairs:
-            words = np.concatenate((words, self._stop_words))
-        else:
-            words = words.copy()
-        return words, row.take(words)
-
-    def pack_all(self) -> np.ndarray:
-        """Every mask of the batch as one packed ``int32 (k, num_words)`` array."""
-        k, w = len(self), self._num_words
-        stride = -(-w // 16) * 16  # rows start on 64-byte boundaries
-        padded = friendly_zeros((k, stride), np.uint32)
-        flat = padded.reshape(-1)
-        out = padded[:, :w]
-        if self.words.size:
-            owner = np.repeat(np.arange(k, dtype=np.int64) * stride, np.diff(self.starts))
-            or_distinct_bits(flat, owner + self.words, self.bits)
-        rows = np.flatnonzero(self.accepting)
-        if rows.size and self._stop_words.size:
-            np.bitwise_or.at(
-                flat,
-                (rows[:, None] * stride + self._stop_words[None, :]).reshape(-1),
-                np.tile(self._stop_bits, rows.size),
-            )
-        for index, row in self.dense.items():
-            out[index] = row.view(np.uint32)
-        return out.view(np.int32)
-
-
-class TokenMaskBuilder:
+class TokenMaskBuilder(TrieTables):
     """Computes packed token masks for automaton states over one vocabulary.
 
     Parameters
@@ -593,63 +123,7 @@ class TokenMaskBuilder:
     jump_classes = True
 
     def __init__(self, trie: TokenTrie, vocab_size: int, stop_token_ids: Sequence[int]) -> None:
-        self.trie = trie
-        self.vocab_size = int(vocab_size)
-        self.num_words = (self.vocab_size + 31) // 32
-        self.stop_token_ids = np.asarray(sorted(set(int(i) for i in stop_token_ids)), dtype=np.int64)
-        n = trie.num_nodes
-        self._child_start = trie.child_start.astype(np.int64)
-        self._child_ids = trie.child_ids.astype(np.int64)
-        self._child_byte = trie.node_byte.astype(np.int64)[self._child_ids]
-        self._nchild = np.diff(self._child_start)
-        self._token_lo = trie.token_lo.astype(np.int64)
-        self._token_mid = trie.token_mid.astype(np.int64)
-        self._token_hi = trie.token_hi.astype(np.int64)
-        self._sorted_tokens = trie.sorted_tokens.astype(np.int64)
-        self._num_tokens = trie.num_tokens
-        self._sub_bytes = trie.subtree_bytes
-
-        # dense child tables of the hub nodes (the root always has one)
-        is_hub = self._nchild >= _HUB_MIN_CHILDREN
-        is_hub[0] = True
-        hubs = np.flatnonzero(is_hub)
-        self._hub_row = np.full(n, -1, dtype=np.int64)
-        self._hub_row[hubs] = np.arange(hubs.size, dtype=np.int64)
-        parent_of_entry = np.repeat(np.arange(n, dtype=np.int64), self._nchild)
-        row = self._hub_row[parent_of_entry]
-        in_hub = row >= 0
-        self._hub_table = np.full(hubs.size * 256, -1, dtype=np.int64)
-        self._hub_table[(row[in_hub] << 8) | self._child_byte[in_hub]] = self._child_ids[in_hub]
-        self._root_table = self._hub_table[:256]
-        # child bytes of the other nodes, padded with 256 (matches no byte)
-        few = _HUB_MIN_CHILDREN - 1
-        self._few_bytes = np.full((n, few), 256, dtype=np.int16)
-        rank = np.arange(self._child_ids.size, dtype=np.int64) - self._child_start[parent_of_entry]
-        small = ~in_hub
-        self._few_bytes[parent_of_entry[small], rank[small]] = self._child_byte[small]
-        self._cids_pad = np.concatenate([self._child_ids, np.full(few, -1, dtype=np.int64)])
-
-        self._stop_words = self.stop_token_ids >> 5
-        self._stop_bits = np.left_shift(np.uint32(1), (self.stop_token_ids & 31).astype(np.uint32))
-        #: ``(word, bit)`` of the stop tokens, merged per word, as Python ints
-        merged: dict[int, int] = {}
-        for word, bit in zip(self._stop_words.tolist(), self._stop_bits.tolist(), strict=True):
-            merged[word] = merged.get(word, 0) | bit
-        self.stop_pairs = tuple(merged.items())
-        # word index and bit of every token, in byte-sorted order
-        self._sorted_word = self._sorted_tokens >> 5
-        self._sorted_bit = np.left_shift(np.uint32(1), (self._sorted_tokens & 31).astype(np.uint32))
-        # the tail of a walk in plain Python (see _finish_in_python): the nodes below each node, itself
-        # included (preorder numbering: a subtree is an id range)
-        self._nodes_below = trie.subtree_end.astype(np.int64) - np.arange(n, dtype=np.int64)
-        #: per trie node: its path ends on a character boundary and every token below is well-formed UTF-8
-        self.utf8_ok = utf8_subtree_ok(trie)
-        #: per trie node, the plain ASCII, plain character and blank chains that allow its subtree whole
-        self.chain_needs = node_chain_needs(trie)
-        #: per trie node, the shortest of those chains (no chain of a state shorter than it closes the node)
-        self.chain_need_min = np.minimum(np.minimum(self.chain_needs[0], self.chain_needs[1]), self.chain_needs[2])
-        #: per trie node, the class chain that allows its subtree whole (the bytes below it permitting)
-        self.suffix_need = node_suffix_needs(trie)
+        super().__init__(trie, vocab_size, stop_token_ids)
         self._regions: OrderedDict[bytes, ClassRegion] = OrderedDict()
         self._jumps: OrderedDict[tuple[bytes, int], ClassJump] = OrderedDict()
         self._jump_lock = threading.Lock()
@@ -701,38 +175,22 @@ class TokenMaskBuilder:
         units = sum(u.nbytes for u in list(self.unit_needs.values()))
         return int(own + cached + leading + units + self.trie.nbytes)
 
-    # ------------------------------------------------------------ automata
-    # ------------------------------------------------------------------ walk
-    def walk_ranges(
-        self,
-        automaton: AutomatonView,
-        states: Sequence[int] | np.ndarray,
-        max_frontier: int | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Allowed token slices of several states, from one walk.
+    def _walk_origins(
+        self, a: AutomatonView, origins: np.ndarray, max_frontier: int | None, jump: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, ClassJump]]:
+        """Allowed token slices of several states, from one walk (with ``jump``: past wide classes).
 
         ``max_frontier`` bounds the (trie node, state) pairs a walk of several
         states may hold in all; past it :class:`FrontierTooLarge` is raised so
         the caller can walk fewer states at a time (a walk of one state is
         bounded by the trie and never raises).
 
-        Returns
-        -------
-        (owner, lo, hi)
-            ``int64`` arrays: the tokens ``sorted_tokens[lo[i]:hi[i]]`` are
-            allowed in ``states[owner[i]]``. The slices of one state are
-            disjoint; they come in no particular order.
-        """
-        own, lo, hi, _ = self._walk_origins(automaton, np.asarray(states, dtype=np.int64), max_frontier, False)
-        return own, lo, hi
-
-    def _walk_origins(
-        self, a: AutomatonView, origins: np.ndarray, max_frontier: int | None, jump: bool
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[int, ClassJump]]:
-        """:meth:`walk_ranges`, and with ``jump`` the states with a wide class start past it.
-
-        The last value maps the index of each such state to its :class:`ClassJump`,
-        whose ``allowed`` tokens are not among the slices.
+        Returns ``(owner, lo, hi, jumps)``: the tokens ``sorted_tokens[lo[i]:hi[i]]``
+        are allowed in ``origins[owner[i]]`` (``int64`` arrays; the slices of one
+        state are disjoint and come in no particular order). With ``jump``, the
+        states with a wide class start their walks past it; ``jumps`` maps the
+        index of each such state to its :class:`ClassJump`, whose ``allowed``
+        tokens are not among the slices.
         """
         k = origins.size
         jumps: dict[int, ClassJump] = {}
@@ -746,8 +204,8 @@ class TokenMaskBuilder:
         if jump and a.trans is not None:
             depth = a.jump_depth.take(origins)
             if np.count_nonzero(depth):
-                for index, cj in self._jump_groups(a, origins, depth):
-                    node, state, owner = self._escape_pairs(a, origins.take(index), index, cj)
+                for index, cj in jump_groups(a, origins, depth, self.class_jump):
+                    node, state, owner = escape_pairs(self.trie, a, origins.take(index), index, cj)
                     parts_node.append(node)
                     parts_state.append(state)
                     parts_owner.append(owner)
@@ -773,91 +231,6 @@ class TokenMaskBuilder:
         budget = max_frontier if (max_frontier is not None and not single) else -1
         own, lo, hi, _ = self._walk_frontier(a, origins, node, state, owner, single, budget, None, False)
         return own, lo, hi, jumps
-
-    def _jump_groups(
-        self, a: AutomatonView, origins: np.ndarray, depth: np.ndarray
-    ) -> list[tuple[np.ndarray, ClassJump]]:
-        """The origins with a class jump (indices into ``origins``), grouped by their :class:`ClassJump`."""
-        index = np.flatnonzero(depth)
-        states = origins.take(index)
-        key = np.empty((index.size, 6), dtype=np.uint64)
-        key[:, :4] = a.jump_class.take(states, axis=0)
-        key[:, 4] = depth.take(index).astype(np.uint64)
-        key[:, 5] = a.jump_utf8.take(states)
-        if index.size == 1:
-            group = np.zeros(1, dtype=np.int64)
-        else:
-            _, group = np.unique(key.view(np.dtype((np.void, key.shape[1] * 8))).ravel(), return_inverse=True)
-            group = group.reshape(-1)
-        order = np.argsort(group, kind="stable")
-        bounds = np.flatnonzero(np.diff(group.take(order), prepend=-1)).tolist() + [index.size]
-        out = []
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-            members = index.take(order[lo:hi])
-            row = key[order[lo]]
-            cj = self.class_jump(row[:4], int(row[4]), bool(row[5]))
-            out.append((members, cj))
-        return out
-
-    def _escape_pairs(
-        self, a: AutomatonView, states: np.ndarray, owners: np.ndarray, cj: ClassJump
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The (escape node, state, owner) triples the walks of ``states`` (one class jump) start from.
-
-        See :mod:`.class_jumps`; ``owners[i]`` is the owner of ``states[i]``'s triples.
-        """
-        trans = a.trans
-        assert trans is not None
-        loop = a.has_loop.take(states)
-        parts: list[tuple[np.ndarray, np.ndarray]] = []  # (target rows, owners)
-        if loop.any():
-            looping = np.flatnonzero(loop) if not loop.all() else None
-            some = states if looping is None else states.take(looping)
-            got = trans.take((some[:, None] << 8) | cj.byte)
-            if cj.broken.size:  # a free string refuses a byte that breaks a character (is_utf8_closed)
-                got[:, cj.broken] = -1
-            parts.append((got, owners if looping is None else owners.take(looping)))
-        if not loop.all():
-            along = np.flatnonzero(~loop) if loop.any() else None
-            some = states if along is None else states.take(along)
-            # the chain's states after 0, 1, ... steps
-            steps = int(cj.prefix.max(initial=0))
-            chain = np.empty((some.size, steps + 1), dtype=np.int64)
-            chain[:, 0] = some
-            for j in range(steps):  # a jump goes no deeper than the chain: no -1 is met
-                chain[:, j + 1] = a.chain_next.take(chain[:, j])
-            before = chain.take(cj.prefix, axis=1)
-            got = trans.take((before << 8) | cj.byte)
-            if cj.broken.size:  # from the state before the begun character, through its bytes
-                parent, node_byte = self.trie.node_parent, self.trie.node_byte
-                for i in cj.broken.tolist():
-                    path = []
-                    n = int(cj.node[i])
-                    for _ in range(int(cj.inner[i]) + 1):
-                        path.append(int(node_byte[n]))
-                        n = int(parent[n])
-                    s = before[:, i]
-                    for b in reversed(path):
-                        s = _step(trans, s, b)
-                    got[:, i] = s
-            parts.append((got, owners if along is None else owners.take(along)))
-        nodes, targets, owned = [], [], []
-        for got, own in parts:
-            ok = got >= 0
-            if got.shape[0] == 1:
-                nodes.append(cj.node[ok[0]])
-                owned.append(np.full(nodes[-1].size, own[0], dtype=np.int64))
-            else:
-                nodes.append(np.broadcast_to(cj.node, got.shape)[ok])
-                owned.append(np.repeat(own.astype(np.int64), ok.sum(axis=1)))
-            targets.append(got[ok])
-        if len(parts) == 1:
-            return nodes[0].astype(np.int64), targets[0].astype(np.int64, copy=False), owned[0]
-        return (
-            np.concatenate(nodes).astype(np.int64),
-            np.concatenate(targets).astype(np.int64, copy=False),
-            np.concatenate(owned),
-        )
 
     def class_jump(self, classes: np.ndarray, depth: int, utf8: bool = False) -> ClassJump:
         """The :class:`ClassJump` of a byte class followed ``depth`` bytes deep (memoised per vocabulary).
@@ -899,7 +272,7 @@ class TokenMaskBuilder:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Allowed token slices below given (trie node, state) pairs, and the event pairs met.
 
-        The walk goes on below each start pair as in :meth:`walk_ranges` (the
+        The walk goes on below each start pair as in :meth:`compute` (the
         tokens that end exactly at a start node are counted again, so a start
         node must be one the caller reached). ``owner`` tags each pair (None:
         all 0) and is carried to the pairs below it.
@@ -917,8 +290,9 @@ class TokenMaskBuilder:
         Returns
         -------
         (owner, lo, hi, (event_node, event_state, event_owner))
-            The allowed slices as in :meth:`walk_ranges`, tagged with their
-            pair's owner, then the event pairs.
+            The allowed tokens ``sorted_tokens[lo[i]:hi[i]]`` (slices disjoint
+            per owner, in no particular order), tagged with their pair's owner,
+            then the event pairs.
         """
         single = owner is None
         own, lo, hi, met = self._walk_frontier(
@@ -947,7 +321,7 @@ class TokenMaskBuilder:
         events: np.ndarray | None,
         skip_first_events: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
-        """The level-by-level walk from a frontier of (node, state, owner) triples (see :meth:`walk_ranges`)."""
+        """The level-by-level walk from a frontier of (node, state, owner) triples (see :meth:`_walk_origins`)."""
         nchild, hub_row = self._nchild, self._hub_row
         cstart, cids, cbyte = self._child_start, self._child_ids, self._child_byte
         token_mid, token_hi, sub_bytes = self._token_mid, self._token_hi, self._sub_bytes
@@ -1117,121 +491,6 @@ class TokenMaskBuilder:
             own = np.concatenate(seen_owner)[nonempty]
         return own, lo, hi, met_pairs
 
-    def _finish_in_python(
-        self,
-        a: AutomatonView,
-        node: np.ndarray,
-        state: np.ndarray,
-        owner: np.ndarray,
-        single: bool,
-        chains: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-        events: np.ndarray | None = None,
-        report: bool = False,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
-        """Every (node, owner) pair reached below the given pairs (themselves included), depth first.
-
-        Returns the nodes, the end of each one's slice of ``sorted_tokens`` and
-        the owners, and with ``events`` the (node, state, owner) pairs met whose
-        state is in ``events`` (the given pairs only with ``report``). With
-        ``chains`` (:attr:`AutomatonView.chains`), a subtree a chain allows
-        whole (a run of blanks in the indentation) is one slice, and its events
-        are not looked for, as in the numpy levels; the loop closures are not
-        taken (they are rare this deep), which gives the same tokens, and the
-        events met below them are reported as well.
-        """
-        assert a.trans is not None
-        # memoryviews: single entries read as Python ints, without numpy's per-call cost
-        trans, start, ids, byte = a.trans.data, self._child_start.data, self._child_ids.data, self._child_byte.data
-        token_mid, token_hi = self._token_mid.data, self._token_hi.data
-        owners = [0] * node.size if single else owner.tolist()
-        stack = list(zip(node.tolist(), state.tolist(), owners, strict=True))
-        met: list[tuple[int, int, int]] | None = None
-        event = None
-        if events is not None:
-            event = events.data
-            met = [p for p in stack if event[p[1]]] if report else []
-        out_nodes: list[int] = []
-        out_ends: list[int] = []
-        out_owners: list[int] = []
-        pop, push = stack.pop, stack.append
-        if chains is not None:
-            ascii_len, char_len, blank_len = (c.data for c in chains)
-            ascii_need, char_need, blank_need = (c.data for c in self.chain_needs)
-        while stack:
-            n, q, o = pop()
-            out_nodes.append(n)
-            out_owners.append(o)
-            first, last = start[n], start[n + 1]
-            if chains is not None and first < last:
-                if blank_need[n] <= blank_len[q] or ascii_need[n] <= ascii_len[q] or char_need[n] <= char_len[q]:
-                    out_ends.append(token_hi[n])
-                    continue
-            out_ends.append(token_mid[n])
-            row = q << 8
-            for k in range(first, last):
-                t = trans[row | byte[k]]
-                if t >= 0:
-                    push((ids[k], t, o))
-                    if event is not None and event[t]:
-                        assert met is not None
-                        met.append((ids[k], t, o))
-        found = None
-        if met is not None:
-            pairs = np.array(met, dtype=np.int64).reshape(-1, 3)
-            found = (pairs[:, 0].copy(), pairs[:, 1].copy(), pairs[:, 2].copy())
-        return (
-            np.array(out_nodes, dtype=np.int64),
-            np.array(out_ends, dtype=np.int64),
-            np.array(out_owners, dtype=np.int64),
-            found,
-        )
-
-    def _expand_by_automaton(
-        self,
-        a: AutomatonView,
-        node: np.ndarray,
-        state: np.ndarray,
-        owner: np.ndarray,
-        single: bool,
-        hub: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Children of frontier elements, by the state's outgoing edges (``hub``: rows of hub nodes, if all are)."""
-        deg = a.outdeg.take(state)
-        pos = _ranges(a.out_start.take(state), deg)
-        byte = a.out_byte.take(pos)
-        parent = np.repeat(node if hub is None else hub, deg)
-        kid = self._child(parent, byte) if hub is None else self._hub_table.take((parent << 8) | byte)
-        ok = kid >= 0
-        new_owner = owner if single else np.repeat(owner, deg)[ok]
-        return kid[ok], a.out_next.take(pos)[ok], new_owner
-
-    def _child(self, parent: np.ndarray, byte: np.ndarray) -> np.ndarray:
-        """Child of each ``parent`` node along ``byte`` (-1 where there is none)."""
-        hub = self._hub_row.take(parent)
-        is_hub = hub >= 0
-        n_hub = int(np.count_nonzero(is_hub))
-        if n_hub == parent.size:
-            return self._hub_table.take((hub << 8) | byte)
-        kid = np.full(parent.size, -1, dtype=np.int64)
-        if n_hub:
-            h = np.flatnonzero(is_hub)
-            kid[h] = self._hub_table.take((hub.take(h) << 8) | byte.take(h))
-            few = np.flatnonzero(~is_hub)
-            p, b = parent.take(few), byte.take(few)
-        else:
-            few, p, b = None, parent, byte
-        # nodes with fewer than _HUB_MIN_CHILDREN children: compare with each child byte
-        rows = self._few_bytes.take(p, axis=0)
-        found = np.full(p.size, -1, dtype=np.int64)
-        for j in range(rows.shape[1]):
-            found[rows[:, j] == b] = j
-        hit = found >= 0
-        got = np.where(hit, self._cids_pad.take(self._child_start.take(p) + np.maximum(found, 0)), -1)
-        if few is None:
-            return got
-        kid[few] = got
-        return kid
-
     def compute(
         self,
         automaton: AutomatonView,
@@ -1316,24 +575,3 @@ class TokenMaskBuilder:
             out[i] = row.view(np.int32)
         return out
 
-    def ranges_to_bool(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-        """Boolean row over token ids for the union of sorted-token slices."""
-        allowed = np.zeros(self.num_words * 32, dtype=bool)
-        if lo.size == 0:
-            return allowed
-        lengths = hi - lo
-        total = int(lengths.sum())
-        if total * 4 < self._num_tokens:
-            allowed[self._sorted_tokens[_ranges(lo, lengths)]] = True
-        else:
-            n = self._num_tokens
-            diff = np.bincount(lo, minlength=n + 1)[: n + 1] - np.bincount(hi, minlength=n + 1)[: n + 1]
-            inside = np.cumsum(diff[:n]) > 0
-            allowed[self._sorted_tokens] = inside
-        return allowed
-
-    def pack(self, allowed: np.ndarray, accepting: bool) -> np.ndarray:
-        """Pack a boolean row into int32 words, adding stop tokens if ``accepting``."""
-        if accepting and self.stop_token_ids.size:
-            allowed[self.stop_token_ids] = True
-        return np.packbits(allowed, bitorder="little").view(np.int32)
