@@ -29,6 +29,7 @@ classes are exact; a collision only costs an exact sort of the rows involved.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
 
 import numpy as np
 from numpy.random import default_rng  # imported with the module: numpy loads it lazily, ~5 ms
@@ -395,16 +396,10 @@ def _column_weights(rows: int) -> np.ndarray:
     return default_rng(0xB17E5).integers(1, 2**31, size=rows).astype(np.int32)
 
 
+@cache
 def _weights(width: int) -> np.ndarray:
     """Odd random 64-bit weights for a row hash of ``width`` columns (fixed per width)."""
-    w = _WEIGHTS.get(width)
-    if w is None:
-        w = default_rng(0x5EED + width).integers(1, 2**62, size=width, dtype=np.int64) | np.int64(1)
-        _WEIGHTS[width] = w
-    return w
-
-
-_WEIGHTS: dict[int, np.ndarray] = {}
+    return default_rng(0x5EED + width).integers(1, 2**62, size=width, dtype=np.int64) | np.int64(1)
 
 
 def _dense(values: np.ndarray) -> np.ndarray:
@@ -459,7 +454,6 @@ class LongTokens:
         self.bits = np.left_shift(np.uint32(1), (self.ids & 31).astype(np.uint32)).view(np.int32)
         mask = np.zeros(num_words, dtype=np.int32)
         np.bitwise_or.at(mask, self.words, self.bits)
-        self.mask = mask
         self._others = ~mask  # every token but these
         # per set of bytes a state loops on: the tokens made only of them and the others (see apply)
         self._loop_splits: BoundedMemo[tuple[np.ndarray, np.ndarray]] = BoundedMemo(max_entries=_LOOP_SETS)
