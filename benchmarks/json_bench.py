@@ -47,8 +47,9 @@ CORPUS_DIR = Path(__file__).resolve().parent / "data" / "json_schemas"
 JSON_ENGINES = ("ours", "xgrammar", "llguidance")
 #: the corpus groups written for this project (``realworld`` holds the imported public schemas)
 HAND_WRITTEN_GROUPS = ("api", "catalog", "config", "defs", "events", "forms", "tools")
-#: engines that run only when named: ours with every mask but the first computed while decoding
-OPTIONAL_ENGINES = ("ours-lazy",)
+#: engines that run only when named: ours with every mask but the first computed while decoding, and
+#: ours with its walks ahead before compile returns (not in the background)
+OPTIONAL_ENGINES = ("ours-lazy", "ours-sync")
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s\"<>\\^`{|}]*$")
 

@@ -146,9 +146,11 @@ class TokensieveEngine(Engine):
         "The token trie is built once per vocabulary (setup) and shared by all compilers, like the peers' "
         "tokenizer objects. Default precompute='auto': every state's token mask at compile time for automata "
         "without permissive states (loops on many bytes); otherwise the grammar-wide tables of shared masks "
-        "(which states share masks, chain lengths) and then one state's mask per class of states sharing a "
-        "mask, within a 0.2 s budget, at compile time; the other states of a class derive their masks on "
-        "first use, and a state the budget left out is walked on first use with the states a few bytes ahead. "
+        "(which states share masks, chain lengths) and the start state's mask at compile time, and then, in a "
+        "background thread once the compile has returned, one state's mask per class of states sharing a "
+        "mask, within a work budget (about 0.2 s) while the walk goes on; the other states of a class derive "
+        "their masks on first use, and a state not walked yet is walked on first use with the states a few "
+        "bytes ahead. "
         "Process-wide memos of string-constraint automata stay warm across grammars, as in a server: "
         "format x length products and other intersections (64 entries), format automata, length-bounded "
         "strings and whitespace runs; the first schema that needs one pays for it."
@@ -235,6 +237,24 @@ class TokensieveLazyEngine(TokensieveEngine):
 
     def new_compiler(self) -> None:
         self._compiler = self._tokensieve.GrammarCompiler(self._info, precompute=False)
+
+
+class TokensieveSyncEngine(TokensieveEngine):
+    """tokensieve with ``precompute_in_background=False``: the budgeted walks before compile returns.
+
+    What ``ours`` did before its walks ahead moved to a background thread:
+    a longer compile, and decoding that starts with those masks known. Its
+    masks must equal ``ours``'s, which the mask comparison checks.
+    """
+
+    name = "ours-sync"
+    caching_note = (
+        "As ours, with GrammarCompiler(precompute_in_background=False): the walks within the work budget "
+        "run at compile time, before the first mask is returned."
+    )
+
+    def new_compiler(self) -> None:
+        self._compiler = self._tokensieve.GrammarCompiler(self._info, precompute_in_background=False)
 
 
 # --------------------------------------------------------------------------- xgrammar
@@ -454,7 +474,7 @@ class OutlinesEngine(Engine):
 
 ENGINES: dict[str, type[Engine]] = {
     cls.name: cls
-    for cls in (TokensieveEngine, TokensieveLazyEngine, XgrammarEngine, LlguidanceEngine, OutlinesEngine)
+    for cls in (TokensieveEngine, TokensieveLazyEngine, TokensieveSyncEngine, XgrammarEngine, LlguidanceEngine, OutlinesEngine)
 }
 
 

@@ -19,11 +19,17 @@ from tokensieve.grammar.ir import EMPTY, RuleRef, alt, concat, literal, optional
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
-@pytest.mark.parametrize("walks", ["auto", "lazy", "eager"])
+@pytest.mark.parametrize("walks", ["auto", "sync", "lazy", "eager"])
 def test_masks_equal_earley_oracle(tiny_info, name: str, walks: str) -> None:
-    # auto: the frames' walks at compile time within the default budget; lazy: none (each on the
-    # first mask that needs it, with its neighbours'); eager: every one, in batches of several
-    options = {"auto": {}, "lazy": {"auto_precompute_budget_s": 0}, "eager": {"precompute": True}}[walks]
+    # auto: the frames' walks within the default budget in the background thread, while the walks
+    # below decode; sync: the same walks before compile returns; lazy: none (each on the first mask
+    # that needs it, with its neighbours'); eager: every one, in batches of several
+    options = {
+        "auto": {},
+        "sync": {"precompute_in_background": False},
+        "lazy": {"auto_precompute_budget_s": 0},
+        "eager": {"precompute": True},
+    }[walks]
     grammar = GRAMMARS[name]
     compiled = GrammarCompiler(tiny_info, cache_enabled=False, **options).compile_grammar(grammar)
     assert isinstance(compiled, CompiledPushdownGrammar)

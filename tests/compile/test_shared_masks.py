@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler
 from tokensieve.compile import shared_masks
+from tokensieve.compile.background import wait_idle
 from tokensieve.compile.char_chains import MAX_CHAIN
 from tokensieve.compile.shared_masks import mask_representatives
 from tokensieve.compile.token_masks import TokenMaskBuilder
@@ -395,7 +396,11 @@ def test_auto_precompute_walks_one_state_per_class_within_its_budget(long_info) 
     pattern = PATTERNS[0]  # a string of up to 300 characters: 307 states, above the threshold below
     eager = GrammarCompiler(long_info, precompute=True, cache_enabled=False).compile_regex(pattern)
     timed = GrammarCompiler(
-        long_info, cache_enabled=False, auto_precompute_max_states=100, auto_precompute_budget_s=60
+        long_info,
+        cache_enabled=False,
+        auto_precompute_max_states=100,
+        auto_precompute_budget_s=60,
+        precompute_in_background=False,
     ).compile_regex(pattern)
     none = GrammarCompiler(
         long_info, cache_enabled=False, auto_precompute_max_states=100, auto_precompute_budget_s=0
@@ -416,15 +421,19 @@ def test_auto_precompute_walks_one_state_per_class_within_its_budget(long_info) 
 _LOOPS = "".join(f"[\\x{0x41 + i:02x}-\\x{0x55 + i:02x}]+{i % 10}" for i in range(20))
 
 
-def _budgeted(info: TokenizerInfo, work: int | None, seconds: float = 60.0):
+def _budgeted(info: TokenizerInfo, work: int | None, seconds: float = 60.0, background: bool = False):
     compiler = GrammarCompiler(
         info,
         cache_enabled=False,
         auto_precompute_max_states=10,
         auto_precompute_work=work,
         auto_precompute_budget_s=seconds,
+        precompute_in_background=background,
     )
-    return compiler.compile_regex(_LOOPS)
+    compiled = compiler.compile_regex(_LOOPS)
+    if background:
+        assert wait_idle(60)
+    return compiled
 
 
 def test_a_work_budget_computes_the_same_masks_ahead_however_slow_the_walks(long_info, monkeypatch) -> None:

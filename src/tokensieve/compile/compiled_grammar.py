@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -568,7 +569,12 @@ class CompiledGrammar(CompiledConstraint):
         self._unit_needs  # noqa: B018 - the units' counts, once per process and vocabulary
 
     def precompute(
-        self, states: Iterable[int] | None = None, *, budget_s: float | None = None, budget_work: int | None = None
+        self,
+        states: Iterable[int] | None = None,
+        *,
+        budget_s: float | None = None,
+        budget_work: int | None = None,
+        aside: bool = False,
     ) -> bool:
         """Compute the masks of ``states`` (all states by default), many per walk.
 
@@ -594,6 +600,9 @@ class CompiledGrammar(CompiledConstraint):
             Likewise once the walks have done this much work (see
             :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.work_done`):
             unlike time, the same states on every machine.
+        aside
+            Called from a thread beside decoding: let go of the interpreter
+            lock between chunks of walks.
 
         Returns
         -------
@@ -616,9 +625,20 @@ class CompiledGrammar(CompiledConstraint):
 
         def walk(chunk: np.ndarray) -> None:
             self._add_batch(self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER))
+            if aside:
+                time.sleep(0)  # the interpreter lock goes to a decoding thread waiting for it
 
         size = _PRECOMPUTE_BATCH if budget is None else _BUDGETED_BATCH
         return walk_in_chunks(todo, view.permissive, (size, _PREFETCH_PERMISSIVE), walk, budget)
+
+    def precompute_ahead(self, budget_s: float | None, budget_work: int | None) -> bool:
+        """:meth:`precompute` within a budget, from a thread beside decoding (see :mod:`.background`).
+
+        The same walks, but the thread lets go of the interpreter lock between
+        chunks, so that a decoding step waiting for it does not wait for the
+        interpreter's switch interval.
+        """
+        return self.precompute(budget_s=budget_s, budget_work=budget_work, aside=True)
 
     def _add_batch(self, batch: MaskBatch) -> None:
         """Keep a batch's masks, packed at once when they fit in a few megabytes.

@@ -23,6 +23,7 @@ from ..grammar.lark import parse_lark
 from ..grammar.regex import regex_to_dfa
 from ..ir.grammar import Grammar
 from ..limits import Limits
+from . import background
 from .compiled_grammar import CompiledGrammar
 from .disk_cache import DiskCache, cache_key
 from .pushdown import CompiledPushdownGrammar
@@ -86,6 +87,13 @@ class GrammarCompiler:
         The ``"auto"`` time bound on the same walks, in seconds, for slow or
         busy machines (``0`` computes only the start state's mask at compile
         time).
+    precompute_in_background
+        Where the ``"auto"`` walks within ``auto_precompute_work`` run:
+        ``True`` (default), in a background thread once the compile has
+        returned with the start state's mask (:mod:`~tokensieve.compile.background`),
+        so that they never delay the first token; a mask needed before the
+        thread has walked it is computed on use. ``False``: before the
+        compile returns, so that decoding starts with them.
     cache_enabled
         Keep compiled grammars keyed by their source, so compiling the same
         constraint twice is free.
@@ -114,6 +122,7 @@ class GrammarCompiler:
         auto_precompute_max_states: int = 1 << 14,
         auto_precompute_work: int | None = 1_200_000,
         auto_precompute_budget_s: float = 0.4,
+        precompute_in_background: bool = True,
         cache_enabled: bool = True,
         max_cached_grammars: int = 256,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -131,6 +140,7 @@ class GrammarCompiler:
         if auto_precompute_work is not None and not auto_precompute_work >= 0:
             raise ValueError(f"auto_precompute_work must be at least 0 or None, not {auto_precompute_work!r}")
         self.auto_precompute_work = auto_precompute_work
+        self.precompute_in_background = bool(precompute_in_background)
         self.cache_enabled = cache_enabled
         self.max_cached_grammars = max_cached_grammars
         self._cache: OrderedDict[tuple[str, str], CompiledGrammar] = OrderedDict()
@@ -435,10 +445,7 @@ class GrammarCompiler:
                     pda.precompute()
                 elif self._precompute_ahead:
                     work = self.auto_precompute_work
-                    pda.precompute(
-                        budget_s=self.auto_precompute_budget_s,
-                        budget_work=None if work is None else work * _PUSHDOWN_WORK_SCALE,
-                    )
+                    self._walk_ahead(pda, None if work is None else work * _PUSHDOWN_WORK_SCALE)
             logger.info(
                 "compiled %s grammar: %d rules, %d DFA states in %.2f ms",
                 key[0],
@@ -464,9 +471,7 @@ class GrammarCompiler:
                 compiled.prepare()
                 compiled.token_mask(compiled.start_state)
                 if self._precompute_ahead:
-                    compiled.precompute(
-                        budget_s=self.auto_precompute_budget_s, budget_work=self.auto_precompute_work
-                    )
+                    self._walk_ahead(compiled, self.auto_precompute_work)
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
             key[0],
@@ -476,6 +481,13 @@ class GrammarCompiler:
         if self.cache_enabled:
             self._remember(key, compiled)
         return compiled
+
+    def _walk_ahead(self, compiled: CompiledGrammar | CompiledPushdownGrammar, work: int | None) -> None:
+        """The ``"auto"`` walks of ``compiled`` within ``work`` and the time bound: aside or now."""
+        if self.precompute_in_background:
+            background.submit(compiled, self.auto_precompute_budget_s, work)
+        else:
+            compiled.precompute(budget_s=self.auto_precompute_budget_s, budget_work=work)
 
     def _remember(self, key: tuple[str, str], compiled: Any) -> None:
         """Cache ``compiled``; evict the least recently used past the count or memory bounds.

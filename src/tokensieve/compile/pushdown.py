@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -303,7 +304,9 @@ class CompiledPushdownGrammar(CompiledConstraint):
         tables = self._gtrans.nbytes + self._table.nbytes + self._known.nbytes + self._escape.nbytes
         return int(tables + view + self._walk_bytes + self._mask_bytes)
 
-    def precompute(self, budget_s: float | None = None, budget_work: int | None = None) -> bool:
+    def precompute(
+        self, budget_s: float | None = None, budget_work: int | None = None, *, aside: bool = False
+    ) -> bool:
         """Walk the frames of the grammar's states from the root now, so that decoding steps need not.
 
         One state per class of states with the same walk (see
@@ -320,6 +323,10 @@ class CompiledPushdownGrammar(CompiledConstraint):
         budget_work
             Likewise once the walks have done this much work (see
             :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.work_done`).
+        aside
+            Called from a thread beside decoding: the grammar's lock is taken
+            for one rule's classes or one chunk of walks at a time, and the
+            interpreter lock let go between them.
 
         Returns
         -------
@@ -327,27 +334,45 @@ class CompiledPushdownGrammar(CompiledConstraint):
             Whether every such walk is known now.
         """
         budget = WalkBudget.bounded(self._builder, budget_work, budget_s)
-        with self._lock:
-            reps: set[int] = set()
-            for r, start in enumerate(self._rule_start):
+        reps: set[int] = set()
+        for r, start in enumerate(self._rule_start):
+            with self._lock:
                 self._walk_representative(start)  # the rule's classes
                 reps.update(self._walk_reps[r])
-                if budget is not None and budget.spent():
-                    return False
+            if aside:
+                time.sleep(0)
+            if budget is not None and budget.spent():
+                return False
+        with self._lock:
             head, _ = self._copies()
             todo = [q for q in sorted(reps) if head[q] < 0 and (q, 0, b"") not in self._walks]
-            complete = len(todo) <= _PRECOMPUTE_WALKS
-            todo = todo[:_PRECOMPUTE_WALKS]
+            permissive = self._view().permissive
+        complete = len(todo) <= _PRECOMPUTE_WALKS
+        todo = todo[:_PRECOMPUTE_WALKS]
 
-            def walk(chunk: np.ndarray) -> None:
-                origins = chunk.tolist()
-                self._keep_root_walks(origins, self._root_walks(origins, _MAX_FRONTIER if len(origins) > 1 else None))
+        def walk(chunk: np.ndarray) -> None:
+            with self._lock:
+                origins = [q for q in chunk.tolist() if (q, 0, b"") not in self._walks]  # not walked on use
+                if origins and not (aside and self.walk_kernel and kernel_ready()):
+                    self._keep_root_walks(origins, self._root_walks(origins, _MAX_FRONTIER if len(origins) > 1 else None))
+                    origins = []
+            if origins:  # the kernel's walks read tables nobody changes: decoding steps go on meanwhile
+                walks = self._root_walks(origins, None)
+                with self._lock:
+                    fresh = [i for i, q in enumerate(origins) if (q, 0, b"") not in self._walks]
+                    self._keep_root_walks([origins[i] for i in fresh], [walks[i] for i in fresh])
+            if aside:
+                time.sleep(0)  # the interpreter lock goes to a decoding thread waiting for it
 
-            sizes = (_PRECOMPUTE_BATCH, _PREFETCH_PERMISSIVE)
-            states = np.array(todo, dtype=np.int64)
-            if not walk_in_chunks(states, self._view().permissive, sizes, walk, budget):
-                return False
-            return complete
+        sizes = (_PRECOMPUTE_BATCH, _PREFETCH_PERMISSIVE)
+        states = np.array(todo, dtype=np.int64)
+        if not walk_in_chunks(states, permissive, sizes, walk, budget):
+            return False
+        return complete
+
+    def precompute_ahead(self, budget_s: float | None, budget_work: int | None) -> bool:
+        """:meth:`precompute` within a budget, from a thread beside decoding (see :mod:`.background`)."""
+        return self.precompute(budget_s, budget_work, aside=True)
 
     def stacks(self, state: int) -> frozenset[Config]:
         """The parse stacks of ``state`` (global DFA state ids, bottom first)."""

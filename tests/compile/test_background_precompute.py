@@ -1,0 +1,113 @@
+"""The walks ahead in the background thread: the same masks as walked at compile time, and a
+compile that does not wait for them.
+
+Oracles: the masks of ``precompute=True`` (every state walked at compile time, no
+thread) and the states a synchronous budgeted compile walks; the background
+thread must walk the same states (a budget in work, not time) and every mask
+read while it runs must equal the eager one.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+from support.cfg_grammars import GRAMMARS
+
+from tokensieve import GrammarCompiler, TokenizerInfo
+from tokensieve.compile import background
+from tokensieve.compile.compiled_grammar import CompiledGrammar
+from tokensieve.compile.pushdown import CompiledPushdownGrammar
+
+#: twenty loops on distinct 21-byte ranges: permissive states, walked a few at a time
+_LOOPS = "".join(f"[\\x{0x41 + i:02x}-\\x{0x55 + i:02x}]+{i % 10}" for i in range(20))
+
+
+def _compiler(info: TokenizerInfo, **options) -> GrammarCompiler:
+    return GrammarCompiler(
+        info, cache_enabled=False, auto_precompute_max_states=10, auto_precompute_budget_s=60, **options
+    )
+
+
+def test_background_walks_the_states_a_compile_time_budget_walks(tiny_info) -> None:
+    aside = _compiler(tiny_info, auto_precompute_work=5000).compile_regex(_LOOPS)
+    assert background.wait_idle(60)
+    now = _compiler(tiny_info, auto_precompute_work=5000, precompute_in_background=False).compile_regex(_LOOPS)
+    assert isinstance(aside, CompiledGrammar) and isinstance(now, CompiledGrammar)
+    assert now._known.sum() > 1  # the budget walked more than the start state
+    np.testing.assert_array_equal(aside._known, now._known)
+
+
+def test_masks_read_while_the_thread_walks_equal_the_eager_ones(tiny_info) -> None:
+    eager = GrammarCompiler(tiny_info, precompute=True, cache_enabled=False).compile_regex(_LOOPS)
+    for _ in range(3):
+        aside = _compiler(tiny_info, auto_precompute_work=None).compile_regex(_LOOPS)
+        row = np.zeros(aside.num_words, dtype=np.int32)
+        for s in reversed(range(eager.num_states)):  # from the far end, where the thread is not yet
+            aside.fill_row(s, row)
+            np.testing.assert_array_equal(row, eager.token_mask(s))
+    assert background.wait_idle(60)
+
+
+def test_rule_network_masks_read_while_the_thread_walks_equal_the_eager_ones(tiny_info) -> None:
+    grammar = GRAMMARS["json"]
+    eager = GrammarCompiler(tiny_info, precompute=True, cache_enabled=False).compile_grammar(grammar)
+    aside = GrammarCompiler(tiny_info, cache_enabled=False).compile_grammar(grammar)
+    assert isinstance(eager, CompiledPushdownGrammar) and isinstance(aside, CompiledPushdownGrammar)
+    # the same bytes from both start states reach states of the same stacks: masks must agree
+    frontier = [(eager.start_state, aside.start_state)]
+    seen = set(frontier)
+    while frontier and len(seen) < 200:
+        e, a = frontier.pop()
+        assert eager.stacks(e) == aside.stacks(a)
+        np.testing.assert_array_equal(aside.token_mask(a), eager.token_mask(e))
+        er, ar = eager.row(e), aside.row(a)
+        for byte in np.flatnonzero(er >= 0).tolist():
+            pair = (int(er[byte]), int(ar[byte]))
+            assert pair[1] >= 0
+            if pair not in seen:
+                seen.add(pair)
+                frontier.append(pair)
+    assert background.wait_idle(60)
+
+
+def test_compile_returns_before_the_walks_ahead(tiny_info, monkeypatch) -> None:
+    release = threading.Event()
+    started = threading.Event()
+    walked = CompiledGrammar.precompute_ahead
+
+    def held(self, budget_s, budget_work):
+        started.set()
+        assert release.wait(60)
+        return walked(self, budget_s, budget_work)
+
+    monkeypatch.setattr(CompiledGrammar, "precompute_ahead", held)
+    compiled = _compiler(tiny_info).compile_regex(_LOOPS)
+    assert started.wait(60)  # the thread has the grammar, and waits
+    assert compiled._known.sum() == 1  # the compile returned with the start state's mask alone
+    assert not background.wait_idle(0.05)
+    release.set()
+    assert background.wait_idle(60)
+    assert compiled._known.sum() > 1
+
+
+def test_a_grammar_dropped_before_its_turn_is_skipped(tiny_info, monkeypatch) -> None:
+    release = threading.Event()
+    calls: list[int] = []
+    walked = CompiledGrammar.precompute_ahead
+
+    def held(self, budget_s, budget_work):
+        calls.append(self.num_states)
+        assert release.wait(60)
+        return walked(self, budget_s, budget_work)
+
+    monkeypatch.setattr(CompiledGrammar, "precompute_ahead", held)
+    compiler = _compiler(tiny_info)
+    first = compiler.compile_regex(_LOOPS)
+    second = compiler.compile_regex(_LOOPS + "x")  # queued behind the first
+    del second
+    gc.collect()
+    release.set()
+    assert background.wait_idle(60)
+    assert calls == [first.num_states]
