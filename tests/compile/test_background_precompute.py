@@ -10,9 +10,11 @@ read while it runs must equal the eager one.
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 
 import numpy as np
+import pytest
 from support.cfg_grammars import GRAMMARS
 
 from tokensieve import GrammarCompiler, TokenizerInfo
@@ -111,3 +113,20 @@ def test_a_grammar_dropped_before_its_turn_is_skipped(tiny_info, monkeypatch) ->
     release.set()
     assert background.wait_idle(60)
     assert calls == [first.num_states]
+
+
+def test_the_switch_interval_is_lowered_while_walking_and_restored_after(tiny_info, monkeypatch) -> None:
+    before = sys.getswitchinterval()
+    seen: list[float] = []
+    walked = CompiledGrammar.precompute_ahead
+
+    def noted(self, budget_s, budget_work):
+        seen.append(sys.getswitchinterval())
+        return walked(self, budget_s, budget_work)
+
+    monkeypatch.setattr(CompiledGrammar, "precompute_ahead", noted)
+    compiled = _compiler(tiny_info).compile_regex(_LOOPS)  # held: a dropped grammar is skipped
+    assert background.wait_idle(60)
+    assert compiled.num_states > 10
+    assert seen == [pytest.approx(min(before, background.SWITCH_INTERVAL_S))]
+    assert sys.getswitchinterval() == before

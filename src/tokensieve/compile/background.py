@@ -11,15 +11,18 @@ mutations hold its lock).
 
 The thread holds a grammar only weakly: a grammar dropped before its turn is
 skipped. Its walks hold the interpreter lock in numpy calls and between them,
-so they compete with the decoding thread for it; the thread releases it between
-chunks of a walk (see :class:`~tokensieve.compile.token_masks.WalkBudget`), and a
-job's walks stop at its budget like the compile-time walks did.
+so they compete with the decoding thread for it: the thread lets go of it
+between chunks of a walk, and while it walks the interpreter's switch interval
+is :data:`SWITCH_INTERVAL_S` (restored when the queue is empty), so that a
+decoding step waits for the lock at most about that long, not the default
+5 ms. A job's walks stop at its budget like the compile-time walks did.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 import weakref
 from typing import Protocol
@@ -34,6 +37,11 @@ class Precomputable(Protocol):
 
     def precompute_ahead(self, budget_s: float | None, budget_work: int | None) -> bool: ...
 
+
+#: the interpreter's switch interval while the thread walks, in seconds: a decoding thread that
+#: wants the interpreter lock back waits at most about this long (the default, 5 ms, would be a
+#: decoding step's worst case)
+SWITCH_INTERVAL_S = 0.0002
 
 _jobs: queue.Queue[tuple[weakref.ReferenceType[Precomputable], float | None, int | None]] = queue.Queue()
 _lock = threading.Lock()
@@ -70,14 +78,22 @@ def wait_idle(timeout: float | None = None) -> bool:
 
 
 def _run() -> None:
+    original: float | None = None  # the switch interval before the thread changed it
     while True:
         ref, budget_s, budget_work = _jobs.get()
+        grammar = None
         try:
             grammar = ref()
             if grammar is not None:
+                if original is None:
+                    original = sys.getswitchinterval()
+                    sys.setswitchinterval(min(original, SWITCH_INTERVAL_S))
                 grammar.precompute_ahead(budget_s, budget_work)
-                del grammar
         except Exception:  # a failed walk ahead costs its masks, computed on use instead
             logger.exception("walking masks ahead failed")
         finally:
+            grammar = None
+            if original is not None and _jobs.unfinished_tasks <= 1:  # nothing queued behind this job
+                sys.setswitchinterval(original)
+                original = None
             _jobs.task_done()

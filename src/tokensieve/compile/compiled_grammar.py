@@ -51,6 +51,8 @@ _SPARSE_PAIRS = 32
 _PRECOMPUTE_BATCH = 16384
 #: restrictive states per walk when precomputing within a budget (so that it can stop)
 _BUDGETED_BATCH = 2048
+#: ... and from the background thread (see :mod:`.background`): shorter walks, each a few milliseconds
+_ASIDE_BATCH = 256
 #: a walk of several states holds at most this many (trie node, state) pairs; a
 #: bigger one is split (an automaton whose states each reach much of the trie, such
 #: as a long counted repetition of letters, would otherwise need gigabytes)
@@ -628,7 +630,7 @@ class CompiledGrammar(CompiledConstraint):
             if aside:
                 time.sleep(0)  # the interpreter lock goes to a decoding thread waiting for it
 
-        size = _PRECOMPUTE_BATCH if budget is None else _BUDGETED_BATCH
+        size = _PRECOMPUTE_BATCH if budget is None else _ASIDE_BATCH if aside else _BUDGETED_BATCH
         return walk_in_chunks(todo, view.permissive, (size, _PREFETCH_PERMISSIVE), walk, budget)
 
     def precompute_ahead(self, budget_s: float | None, budget_work: int | None) -> bool:
