@@ -155,3 +155,13 @@ def test_calls_deeper_than_the_bound_inside_one_token_are_refused() -> None:
         roomy = CompiledPushdownGrammar(compiled.network, info, Limits(max_stack_depth=8))
         roomy.walk_kernel = walk_kernel
         assert set(_allowed(roomy.token_mask(roomy.start_state), len(vocab)).tolist()) == {1, 3, 4}
+
+
+def test_walks_use_the_specialisation_the_load_compiled(tiny_info) -> None:
+    """The load's warm-up call passes arguments of the types real walks pass: numba compiles (or loads
+    from its cache) one machine-code version, at load time, not a second one on the first real walk."""
+    from tokensieve.compile import _frame_kernel
+
+    compiled = GrammarCompiler(tiny_info, cache_enabled=False, precompute=True).compile_grammar(GRAMMARS["json"])
+    assert isinstance(compiled, CompiledPushdownGrammar) and compiled.walk_kernel
+    assert len(_frame_kernel.walk_kernel.signatures) == 1

@@ -171,7 +171,7 @@ def _trie_arrays(builder: TokenMaskBuilder) -> tuple[np.ndarray, ...]:
             trie.token_mid.astype(np.int64),
             trie.token_hi.astype(np.int64),
             np.ascontiguousarray(trie.subtree_bytes, dtype=np.uint64),
-            np.ascontiguousarray(builder.utf8_ok, dtype=np.bool_),
+            np.array(builder.utf8_ok, dtype=np.bool_),  # writable, as in the warm-up of _load: one specialisation
             trie.sorted_tokens.astype(np.int64),
             _child_bits(trie.child_start, trie.node_byte[ids], trie.num_nodes),
         )
