@@ -47,19 +47,8 @@ from vocabs import Vocab
 from workloads import Workload
 
 __all__ = [
-    "Walk",
-    "EngineResult",
-    "MaskStore",
-    "Difference",
-    "Dispute",
-    "prepare_walks",
-    "run_engine_workload",
-    "compare_masks",
-    "comparable_words",
-    "render_markdown",
-    "render_correctness",
-    "iter_rows",
-    "geomean",
+    "Walk", "EngineResult", "MaskStore", "Difference", "Dispute", "prepare_walks", "run_engine_workload",
+    "compare_masks", "comparable_words", "render_markdown", "render_correctness", "iter_rows", "geomean",
     "fmt",
 ]
 
@@ -528,18 +517,8 @@ def render_markdown(
     """
     has_baseline = baseline in engines
     lines: list[str] = []
-    header = [
-        "workload",
-        "engine",
-        "compile ms",
-        "compile + 1st mask ms",
-        "mean µs",
-        "p50 µs",
-        "p99 µs",
-        "max µs",
-        "steps",
-        "failures",
-    ]
+    header = ["workload", "engine", "compile ms", "compile + 1st mask ms", "mean µs", "p50 µs", "p99 µs", "max µs",
+              "steps", "failures"]
     if has_baseline:
         header += [f"{baseline}/peer {label}" for _, label in _RATIO_METRICS]
     lines.append("| " + " | ".join(header) + " |")
@@ -550,18 +529,8 @@ def render_markdown(
             cells = [w.name, name, f"error: {r.error}"] + [""] * (len(header) - 3)
             lines.append("| " + " | ".join(cells) + " |")
             continue
-        cells = [
-            w.name,
-            name,
-            fmt(r.median("compile_ms")),
-            fmt(r.median("first_mask_ms")),
-            fmt(r.median("mean")),
-            fmt(r.median("p50")),
-            fmt(r.median("p99")),
-            fmt(r.median("max")),
-            str(r.token_stats[0].count),
-            str(r.failure_count),
-        ]
+        cells = [w.name, name, *(fmt(r.median(m)) for m in ("compile_ms", "first_mask_ms", "mean", "p50", "p99", "max")),
+                 str(r.token_stats[0].count), str(r.failure_count)]
         if has_baseline:
             for metric, _ in _RATIO_METRICS:
                 if name == baseline or base is None or base.error is not None:
@@ -573,13 +542,8 @@ def render_markdown(
                 cells.append("—" if q is None else f"{q:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     if has_baseline and len(engines) > 1:
-        lines += [
-            "",
-            f"Geometric mean over workloads of {baseline}/peer (below 1: {baseline} is faster):",
-            "",
-        ]
-        lines.append("| peer | " + " | ".join(label for _, label in _RATIO_METRICS) + " |")
-        lines.append("|---|" + "---:|" * len(_RATIO_METRICS))
+        lines += ["", f"Geometric mean over workloads of {baseline}/peer (below 1: {baseline} is faster):", "",
+                  "| peer | " + " | ".join(label for _, label in _RATIO_METRICS) + " |", "|---|" + "---:|" * len(_RATIO_METRICS)]
         for name in engines:
             if name == baseline:
                 continue
@@ -601,34 +565,21 @@ def render_correctness(
     oracle_note: str = "partial matching with the `regex` module",
 ) -> list[str]:
     """The correctness report's markdown lines: walk checks, errors, mask agreement, disputed tokens, notes."""
-    lines = [
-        "",
-        "### Correctness",
-        "",
-        "Walk checks (next token allowed, EOS bit, accept, termination):",
-        "",
-    ]
+    lines = ["", "### Correctness", "", "Walk checks (next token allowed, EOS bit, accept, termination):", ""]
     failing = [r for r in results if r.failure_count]
     for r in failing:
         lines.append(f"- {r.workload}/{r.engine}: {r.failure_count} failures, e.g.")
         lines += [f"  - {m}" for m in r.failures[:5]]
     if not failing:
-        lines.append(
-            "- every engine allowed every next token of every walk, set EOS exactly on complete matches, "
-            "and terminated after EOS."
-        )
+        lines.append("- every engine allowed every next token of every walk, set EOS exactly on complete matches, "
+                     "and terminated after EOS.")
     errors = [r for r in results if r.error]
     lines += [f"- {r.workload}/{r.engine}: error {r.error}" for r in errors]
 
     if diffs:
         pairs = list(dict.fromkeys((d.engine_a, d.engine_b) for d in diffs))
-        lines += [
-            "",
-            "Mask agreement: steps on which two engines' masks differ (regular tokens and EOS):",
-            "",
-        ]
-        lines.append("| workload | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " |")
-        lines.append("|---|" + "---:|" * len(pairs))
+        lines += ["", "Mask agreement: steps on which two engines' masks differ (regular tokens and EOS):", "",
+                  "| workload | " + " | ".join(f"{a} vs {b}" for a, b in pairs) + " |", "|---|" + "---:|" * len(pairs)]
         by_key = {(d.workload, d.engine_a, d.engine_b): d for d in diffs}
         for w in workloads:
             row = []
@@ -638,11 +589,7 @@ def render_correctness(
             if any(c != "—" for c in row):
                 lines.append(f"| {w.name} | " + " | ".join(row) + " |")
     if disputes:
-        lines += [
-            "",
-            f"Disputed tokens (allowed by some engines, not all), judged by {oracle_note}:",
-            "",
-        ]
+        lines += ["", f"Disputed tokens (allowed by some engines, not all), judged by {oracle_note}:", ""]
         for d in disputes:
             parts = []
             if d.missing:
