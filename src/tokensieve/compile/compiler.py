@@ -26,6 +26,7 @@ from ..limits import Limits
 from . import background
 from .compiled_grammar import CompiledGrammar
 from .disk_cache import DiskCache, cache_key
+from .frame_walk import trie_arrays
 from .pushdown import CompiledPushdownGrammar
 from .vocab_cache import mask_builder_for
 
@@ -49,8 +50,10 @@ class GrammarCompiler:
     Parameters
     ----------
     tokenizer_info
-        The vocabulary to compile for. Its token trie is built on first use
-        (once per vocabulary per process) and shared by all compilers.
+        The vocabulary to compile for. Its token trie and the arrays the
+        walks read are built by the first compiler of a vocabulary (once per
+        vocabulary per process, tens to a few hundred milliseconds for 131k
+        tokens) and shared by all compilers.
     limits
         Resource bounds applied to every compilation.
     precompute
@@ -147,7 +150,8 @@ class GrammarCompiler:
         self._lock = threading.Lock()
         #: the folder of built automata shared by processes (None: none)
         self.disk_cache = None if cache_dir is None else DiskCache(cache_dir, cache_dir_max_bytes)
-        mask_builder_for(tokenizer_info)  # build the token trie now, not in the first compile
+        # the token trie and the frame walks' arrays of it: per vocabulary, now, not in the first compile
+        trie_arrays(mask_builder_for(tokenizer_info))
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Compile an ECMA-262 style pattern; the whole output must match it.
