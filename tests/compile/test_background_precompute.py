@@ -10,6 +10,7 @@ read while it runs must equal the eager one.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import threading
 
@@ -130,3 +131,24 @@ def test_the_switch_interval_is_lowered_while_walking_and_restored_after(tiny_in
     assert compiled.num_states > 10
     assert seen == [pytest.approx(min(before, background.SWITCH_INTERVAL_S))]
     assert sys.getswitchinterval() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_walks_ahead_with_a_thread_of_its_own(tiny_info) -> None:
+    """The benchmarks fork a child per compile after set-up (the parent's thread started): the child
+    must start its own thread and finish its walks."""
+    background.start()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compile, wait for the walks ahead, report
+        ok = False
+        try:
+            compiled = _compiler(tiny_info, auto_precompute_work=5000).compile_regex(_LOOPS)
+            ok = background.wait_idle(30) and compiled._known.sum() > 1
+        finally:
+            os.write(writer, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(writer)
+    answer = os.read(reader, 1)
+    os.waitpid(pid, 0)
+    assert answer == b"1"

@@ -21,13 +21,14 @@ decoding step waits for the lock at most about that long, not the default
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import sys
 import threading
 import weakref
 from typing import Protocol
 
-__all__ = ["Precomputable", "submit", "wait_idle"]
+__all__ = ["Precomputable", "start", "submit", "wait_idle"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +49,32 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-def submit(grammar: Precomputable, budget_s: float | None, budget_work: int | None) -> None:
-    """Queue ``grammar``'s walks ahead, bounded by ``budget_s`` seconds and ``budget_work`` units of work."""
+def _forget_after_fork() -> None:
+    """A forked child has no thread and must not share the parent's queue or its locks."""
+    global _jobs, _lock, _thread
+    _jobs = queue.Queue()
+    _lock = threading.Lock()
+    _thread = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def start() -> None:
+    """Start the thread if it is not running (a few milliseconds on a busy machine: compilers do it
+    when they are made, so that no compile waits for it)."""
     global _thread
-    _jobs.put((weakref.ref(grammar), budget_s, budget_work))
     with _lock:
-        if _thread is None or not _thread.is_alive():
+        if _thread is None or not _thread.is_alive():  # not started, or started before a fork
             _thread = threading.Thread(target=_run, name="tokensieve-precompute", daemon=True)
             _thread.start()
+
+
+def submit(grammar: Precomputable, budget_s: float | None, budget_work: int | None) -> None:
+    """Queue ``grammar``'s walks ahead, bounded by ``budget_s`` seconds and ``budget_work`` units of work."""
+    _jobs.put((weakref.ref(grammar), budget_s, budget_work))
+    start()
 
 
 def wait_idle(timeout: float | None = None) -> bool:

@@ -152,6 +152,8 @@ class GrammarCompiler:
         self.disk_cache = None if cache_dir is None else DiskCache(cache_dir, cache_dir_max_bytes)
         # the token trie and the frame walks' arrays of it: per vocabulary, now, not in the first compile
         trie_arrays(mask_builder_for(tokenizer_info))
+        if precompute == "auto" and self.precompute_in_background and self._precompute_ahead:
+            background.start()
 
     def compile_regex(self, pattern: str) -> CompiledGrammar:
         """Compile an ECMA-262 style pattern; the whole output must match it.
