@@ -45,6 +45,12 @@ tokens), and each numpy level costs tens of microseconds whatever its size:
 once the frontier is at most ``_TAIL_PAIRS`` pairs with at most
 ``_TAIL_NODES`` trie nodes below them, the rest is visited depth first in
 plain Python (no shortcuts: the same tokens).
+
+This module drives the walk; its parts live beside it: the per-vocabulary
+tables, the child lookups and the plain-Python tail in :mod:`.trie_tables`,
+the per-automaton arrays in :mod:`.automaton_view`, the starts past a class
+in :mod:`.jump_starts`, the result in :mod:`.mask_batch`, and the budget and
+chunking of compile-time walks in :mod:`.walk_budget`.
 """
 
 from __future__ import annotations
