@@ -20,11 +20,18 @@ from support.cfg_grammars import GRAMMARS
 
 from tokensieve import GrammarCompiler, TokenizerInfo
 from tokensieve.compile import background
+from tokensieve.compile import compiler as compiler_module
 from tokensieve.compile.compiled_grammar import CompiledGrammar
 from tokensieve.compile.pushdown import CompiledPushdownGrammar
 
 #: twenty loops on distinct 21-byte ranges: permissive states, walked a few at a time
 _LOOPS = "".join(f"[\\x{0x41 + i:02x}-\\x{0x55 + i:02x}]+{i % 10}" for i in range(20))
+
+
+@pytest.fixture(autouse=True)
+def _all_aside(monkeypatch) -> None:
+    """Every walk ahead in the background (by default the first ~15 ms of them run before compile returns)."""
+    monkeypatch.setattr(compiler_module, "_BEFORE_RETURN_WORK", 0)
 
 
 def _compiler(info: TokenizerInfo, **options) -> GrammarCompiler:
@@ -152,3 +159,34 @@ def test_a_forked_child_walks_ahead_with_a_thread_of_its_own(tiny_info) -> None:
     answer = os.read(reader, 1)
     os.waitpid(pid, 0)
     assert answer == b"1"
+
+
+def test_the_first_walks_ahead_run_before_compile_returns(tiny_info, monkeypatch) -> None:
+    """With room for all of them before returning, a small automaton's walks are all done by then,
+    as without the thread; with room for part, the thread walks the rest, to the same states."""
+    queued: list[int] = []
+    monkeypatch.setattr(background, "submit", lambda grammar, s, w: queued.append(w))
+    monkeypatch.setattr(compiler_module, "_BEFORE_RETURN_WORK", 10**9)
+    whole = _compiler(tiny_info, auto_precompute_work=None).compile_regex(_LOOPS)
+    assert queued == [] and isinstance(whole, CompiledGrammar)
+    eager = GrammarCompiler(tiny_info, precompute=True, cache_enabled=False).compile_regex(_LOOPS)
+    reps = whole._representatives()
+    walked = np.unique(reps) if reps is not None else np.arange(whole.num_states)
+    assert whole._known[walked].all()
+    for s in range(eager.num_states):
+        np.testing.assert_array_equal(whole.token_mask(s), eager.token_mask(s))
+    monkeypatch.undo()
+    monkeypatch.setattr(compiler_module, "_BEFORE_RETURN_WORK", 1000)
+    at_return: list[np.ndarray] = []
+    submit = background.submit
+
+    def noted(grammar, budget_s, work):
+        at_return.append(grammar._known.copy())
+        submit(grammar, budget_s, work)
+
+    monkeypatch.setattr(background, "submit", noted)
+    part = _compiler(tiny_info, auto_precompute_work=5000).compile_regex(_LOOPS)
+    assert background.wait_idle(60)
+    assert len(at_return) == 1 and 1 < at_return[0].sum() < part._known.sum()  # walked before, then aside
+    for s in range(eager.num_states):
+        np.testing.assert_array_equal(part.token_mask(s), eager.token_mask(s))

@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler
 from tokensieve.compile import shared_masks
-from tokensieve.compile.background import wait_idle
 from tokensieve.compile.char_chains import MAX_CHAIN
 from tokensieve.compile.shared_masks import mask_representatives
 from tokensieve.compile.token_masks import TokenMaskBuilder
@@ -421,19 +420,16 @@ def test_auto_precompute_walks_one_state_per_class_within_its_budget(long_info) 
 _LOOPS = "".join(f"[\\x{0x41 + i:02x}-\\x{0x55 + i:02x}]+{i % 10}" for i in range(20))
 
 
-def _budgeted(info: TokenizerInfo, work: int | None, seconds: float = 60.0, background: bool = False):
+def _budgeted(info: TokenizerInfo, work: int | None, seconds: float = 60.0):
     compiler = GrammarCompiler(
         info,
         cache_enabled=False,
         auto_precompute_max_states=10,
         auto_precompute_work=work,
         auto_precompute_budget_s=seconds,
-        precompute_in_background=background,
+        precompute_in_background=False,
     )
-    compiled = compiler.compile_regex(_LOOPS)
-    if background:
-        assert wait_idle(60)
-    return compiled
+    return compiler.compile_regex(_LOOPS)
 
 
 def test_a_work_budget_computes_the_same_masks_ahead_however_slow_the_walks(long_info, monkeypatch) -> None:

@@ -42,6 +42,11 @@ logger = logging.getLogger("tokensieve")
 #: of a DFA (on the 15 recursive schemas of the JSON benchmark, twice the work gave +4 % compile
 #: time and half the mean time per token)
 _PUSHDOWN_WORK_SCALE = 2
+#: with the walks ahead in the background, this much of their work (about 15 ms where the
+#: benchmarks ran; times the scale above for recursive grammars) is still done before compile
+#: returns: small automata are then whole at once, as the regexes and choice lists of the
+#: benchmarks are (2,000 to 20,000 units), and decoding never meets their first visits
+_BEFORE_RETURN_WORK = 100_000
 
 
 class GrammarCompiler:
@@ -92,10 +97,11 @@ class GrammarCompiler:
         time).
     precompute_in_background
         Where the ``"auto"`` walks within ``auto_precompute_work`` run:
-        ``True`` (default), in a background thread once the compile has
-        returned with the start state's mask (:mod:`~tokensieve.compile.background`),
-        so that they never delay the first token; a mask needed before the
-        thread has walked it is computed on use. ``False``: before the
+        ``True`` (default), the first of them (about 15 ms of work: all of a
+        small automaton's) before the compile returns, and the rest in a
+        background thread after it (:mod:`~tokensieve.compile.background`),
+        so that they do not delay the first token; a mask needed before the
+        thread has walked it is computed on use. ``False``: all before the
         compile returns, so that decoding starts with them.
     cache_enabled
         Keep compiled grammars keyed by their source, so compiling the same
@@ -451,7 +457,7 @@ class GrammarCompiler:
                     pda.precompute()
                 elif self._precompute_ahead:
                     work = self.auto_precompute_work
-                    self._walk_ahead(pda, None if work is None else work * _PUSHDOWN_WORK_SCALE)
+                    self._walk_ahead(pda, None if work is None else work * _PUSHDOWN_WORK_SCALE, _PUSHDOWN_WORK_SCALE)
             logger.info(
                 "compiled %s grammar: %d rules, %d DFA states in %.2f ms",
                 key[0],
@@ -488,12 +494,19 @@ class GrammarCompiler:
             self._remember(key, compiled)
         return compiled
 
-    def _walk_ahead(self, compiled: CompiledGrammar | CompiledPushdownGrammar, work: int | None) -> None:
-        """The ``"auto"`` walks of ``compiled`` within ``work`` and the time bound: aside or now."""
-        if self.precompute_in_background:
-            background.submit(compiled, self.auto_precompute_budget_s, work)
-        else:
-            compiled.precompute(budget_s=self.auto_precompute_budget_s, budget_work=work)
+    def _walk_ahead(
+        self, compiled: CompiledGrammar | CompiledPushdownGrammar, work: int | None, scale: int = 1
+    ) -> None:
+        """The ``"auto"`` walks of ``compiled`` within ``work`` and the time bound: the first
+        ``_BEFORE_RETURN_WORK * scale`` now, and the rest aside (or all now)."""
+        seconds = self.auto_precompute_budget_s
+        if not self.precompute_in_background:
+            compiled.precompute(budget_s=seconds, budget_work=work)
+            return
+        now = _BEFORE_RETURN_WORK * scale if work is None else min(work, _BEFORE_RETURN_WORK * scale)
+        if compiled.precompute(budget_s=seconds, budget_work=now) or work == now:
+            return  # every mask worth walking is known
+        background.submit(compiled, seconds, None if work is None else work - now)
 
     def _remember(self, key: tuple[str, str], compiled: Any) -> None:
         """Cache ``compiled``; evict the least recently used past the count or memory bounds.
