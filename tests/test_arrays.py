@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tokensieve._arrays import sorted_unique
-from tokensieve.compile.pushdown import _KeySet
+from tokensieve.compile.level_walk import _KeySet
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.float64])

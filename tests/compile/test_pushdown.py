@@ -12,7 +12,7 @@ from support.cfg_grammars import GRAMMARS, allowed_tokens, check_random_walks
 from support.tiny_vocab import EOS, SPECIAL, make_tiny_vocab
 
 from tokensieve import GrammarCompiler, GrammarError, GrammarMatcher, LimitExceeded, Limits, TokenizerInfo
-from tokensieve.compile import pushdown as pushdown_module
+from tokensieve.compile import shared_walks, stack_walks
 from tokensieve.compile.pushdown import CompiledPushdownGrammar, walk_classes
 from tokensieve.grammar.cfg import Grammar
 from tokensieve.grammar.ir import EMPTY, RuleRef, alt, concat, literal, optional, repeat, star
@@ -48,14 +48,14 @@ def test_walk_memo_stays_bounded_and_masks_stay_exact(tiny_info, monkeypatch, na
     """With a tiny memo bound, deep stacks keep forgetting walks and levels: masks still equal the oracle's,
     the memo stays within its bound (plus one neighbourhood's walks), and its bytes are counted."""
     max_walks, max_levels = bounds
-    monkeypatch.setattr(pushdown_module, "_MAX_MEMO_WALKS", max_walks)
-    monkeypatch.setattr(pushdown_module, "_MAX_MEMO_LEVELS", max_levels)
+    monkeypatch.setattr(stack_walks, "_MAX_MEMO_WALKS", max_walks)
+    monkeypatch.setattr(stack_walks, "_MAX_MEMO_LEVELS", max_levels)
     grammar = GRAMMARS[name]
     compiled = GrammarCompiler(tiny_info, cache_enabled=False, auto_precompute_budget_s=0).compile_grammar(grammar)
     assert isinstance(compiled, CompiledPushdownGrammar)
     checked = check_random_walks(compiled, grammar, tiny_info, seed=zlib.crc32(name.encode()), walks=4, steps=14, eos=EOS)
     assert checked >= 4
-    slack = pushdown_module._PREFETCH_STATES  # one neighbourhood walk stores this many at once
+    slack = stack_walks._PREFETCH_STATES  # one neighbourhood walk stores this many at once
     assert len(compiled._levels) <= max_levels + slack and len(compiled._walks) <= max_walks + slack
     distinct = {id(a): a for _, mask, nodes in compiled._walks.values() for a in (mask, nodes) if a is not None}
     distinct.update((id(a), a) for mask, nodes in compiled._levels.values() for a in (mask, nodes) if a is not None)
@@ -126,7 +126,7 @@ def _walk_random_grammar(tiny_info, grammar: Grammar, seed: int) -> None:
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 def test_shared_walks_equal_earley_oracle(tiny_info, name: str, monkeypatch) -> None:
     # every rule looks for states with the same walks, however small
-    monkeypatch.setattr(pushdown_module, "_SHARE_MIN_STATES", 0)
+    monkeypatch.setattr(shared_walks, "_SHARE_MIN_STATES", 0)
     grammar = GRAMMARS[name]
     compiled = GrammarCompiler(tiny_info, cache_enabled=False).compile_grammar(grammar)
     check_random_walks(compiled, grammar, tiny_info, seed=zlib.crc32(name.encode()) + 1, walks=2, steps=8, eos=EOS)
@@ -139,12 +139,12 @@ def test_shared_walks_equal_earley_oracle(tiny_info, name: str, monkeypatch) -> 
 )
 @given(grammar=grammars(), seed=st.integers(0, 1000))
 def test_shared_walks_in_random_grammars_equal_earley_oracle(tiny_info, grammar: Grammar, seed: int) -> None:
-    saved = pushdown_module._SHARE_MIN_STATES
-    pushdown_module._SHARE_MIN_STATES = 0
+    saved = shared_walks._SHARE_MIN_STATES
+    shared_walks._SHARE_MIN_STATES = 0
     try:
         _walk_random_grammar(tiny_info, grammar, seed)
     finally:
-        pushdown_module._SHARE_MIN_STATES = saved
+        shared_walks._SHARE_MIN_STATES = saved
 
 
 def test_long_bounded_runs_in_a_recursive_rule_share_walks(tiny_info) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from tokensieve import Limits
 from tokensieve.automata.pushdown import RuleNetwork, compile_grammar_automaton
-from tokensieve.compile import pushdown
+from tokensieve.compile import shared_walks
 from tokensieve.compile.pushdown import CompiledPushdownGrammar
 from tokensieve.grammar.cfg import Grammar
 
@@ -43,8 +43,8 @@ def _value_states(compiled: CompiledPushdownGrammar) -> list[int]:
 
 
 def _forget(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pushdown, "_SHARED_WALKS", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(pushdown, "_SHARED_CLASSES", pushdown.BoundedMemo(max_entries=0))
+    monkeypatch.setattr(shared_walks, "_SHARED_WALKS", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(shared_walks, "_SHARED_CLASSES", shared_walks.BoundedMemo(max_entries=0))
 
 
 def _walks(
@@ -94,7 +94,7 @@ def test_an_entry_for_other_arrays_is_not_used(tiny_info, monkeypatch: pytest.Mo
     g = _value_states(first)[0]
     r = first._rule_of[g]
     refs, _, ident = first._shared_keys[r]
-    memo = pushdown._SHARED_WALKS[first._builder]
+    memo = shared_walks._SHARED_WALKS[first._builder]
     key = (ident, g - first._rule_start[r])
     mask, escapes = first._walk(g, None)
     assert mask.any()
@@ -112,11 +112,11 @@ def test_remembered_walks_do_not_keep_a_rule_alive(tiny_info, monkeypatch: pytes
     from tokensieve.automata import pushdown as automata_pushdown
 
     _forget(monkeypatch)
-    monkeypatch.setattr(automata_pushdown, "_RULE_AUTOMATA", pushdown.BoundedMemo(max_entries=0))
+    monkeypatch.setattr(automata_pushdown, "_RULE_AUTOMATA", shared_walks.BoundedMemo(max_entries=0))
     first = _compiled("a", tiny_info)
     r = first.network.names.index("value")
     table = weakref.ref(first.network.transitions[r])
-    memo = pushdown._SHARED_WALKS[first._builder]
+    memo = shared_walks._SHARED_WALKS[first._builder]
     assert memo.get((first._shared_keys[r][2], 0)) is not None
     del first
     gc.collect()
