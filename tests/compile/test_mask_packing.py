@@ -51,12 +51,12 @@ def test_rows_packed_from_token_lists_are_exact_with_every_stop_token_where_acce
     from support.tiny_vocab import make_tiny_vocab
 
     from tokensieve import GrammarCompiler
-    from tokensieve.compile import compiled_grammar
+    from tokensieve.compile import mask_cache
     from tokensieve.compile.vocab_cache import mask_builder_for
     from tokensieve.vocab import TokenizerInfo
 
     if not at_once:  # every batch keeps its token lists, each row packed on first use
-        monkeypatch.setattr(compiled_grammar, "_PACK_AT_ONCE_BYTES", 0)
+        monkeypatch.setattr(mask_cache, "_PACK_AT_ONCE_BYTES", 0)
 
     vocab = make_tiny_vocab()
     stops = [0, 1, 3, 40]  # three in the first word, one in the second

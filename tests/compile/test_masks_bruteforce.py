@@ -343,9 +343,9 @@ def test_rows_written_by_the_grammar_match_brute_force(monkeypatch, kind: str) -
     use of a short list merges it into the row and the second writes it back
     from the kept words; longer lists, walks and shared masks are copied.
     """
-    from tokensieve.compile import compiled_grammar
+    from tokensieve.compile import mask_cache
 
-    monkeypatch.setattr(compiled_grammar, "_PACK_AT_ONCE_BYTES", 0)
+    monkeypatch.setattr(mask_cache, "_PACK_AT_ONCE_BYTES", 0)
     info = _info(21)
     compiler = GrammarCompiler(info, precompute=True, cache_enabled=False)
     if kind == "regex":

@@ -6,20 +6,19 @@ which states take their mask from another's is in :mod:`.derived_masks`.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._arrays import sorted_unique
-from ..bitmask import copy_friendly, friendly_zeros
+from ..bitmask import friendly_zeros
 from ..limits import Limits
 from .constraint import CompiledConstraint
 from .derived_masks import DerivedMasks
-from .token_masks import AutomatonView, FrontierTooLarge, MaskBatch, WalkBudget, walk_in_chunks
+from .mask_cache import MaskCache
+from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -57,8 +56,6 @@ _ASIDE_BATCH = 256
 #: bigger one is split (an automaton whose states each reach much of the trie, such
 #: as a long counted repetition of letters, would otherwise need gigabytes)
 _MAX_FRONTIER = 2_000_000
-#: precomputed masks are packed at once while they take at most this many bytes
-_PACK_AT_ONCE_BYTES = 8 << 20
 #: not looked up yet (a representative's long-token survivors may be None)
 _UNKNOWN = object()
 
@@ -110,21 +107,10 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         num_states = dfa.num_states
         self._init_derived()
         self._view: AutomatonView | None = None
-        # packed masks, least recently stored first
-        self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
-        self._mask_sizes: dict[int, int] = {}
-        self._mask_bytes = 0
-        # token lists from batched walks, packed on first use: state -> (batch, index)
-        self._batches: list[MaskBatch] = []
-        self._batch_of = np.full(num_states, -1, dtype=np.int32)
-        self._index_in_batch = np.zeros(num_states, dtype=np.int32)
-        self._list_bytes = 0
-        # short token lists as (distinct words, their bits), see fill_row; counted in _list_bytes
-        self._sparse: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._known = np.zeros(num_states, dtype=bool)  # in _masks or a batch
+        # the masks computed so far (its lock guards them)
+        self._cache = MaskCache(num_states, self._builder.num_words, self.limits.max_mask_cache_bytes)
         self._rows: dict[int, list[int]] = {}
         self._successors: dict[int, list[int]] = {}  # distinct successors (see _distinct_successors)
-        self._lock = threading.Lock()
 
     # ----------------------------------------------------------- properties
     @property
@@ -153,7 +139,17 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         table = 0 if self._transitions is None else self._transitions.nbytes
         edges = sum(a.nbytes for a in self.dfa.edges) if self.dfa.edges is not None else 0
         view = 0 if self._view is None else self._view.nbytes
-        return int(table + edges + view + self._accepting.nbytes + self._mask_bytes + self._list_bytes)
+        return int(table + edges + view + self._accepting.nbytes + self._cache.nbytes)
+
+    @property
+    def _known(self) -> np.ndarray:
+        """``bool (S,)``: whether each state's mask is kept now (see :class:`.mask_cache.MaskCache`)."""
+        return self._cache.known
+
+    @property
+    def _sparse(self) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The masks kept as short token lists, by state (see :class:`.mask_cache.MaskCache`)."""
+        return self._cache.sparse
 
     # ------------------------------------------------------------- runtime
     def is_accepting(self, state: int) -> bool:
@@ -203,7 +199,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         (up to a bounded number), so one walk of the token trie serves the next
         steps too.
         """
-        mask = self._masks.get(state)
+        mask = self._cache.masks.get(state)
         if mask is not None:
             return mask
         place, keep = self._derived_from(state)
@@ -213,7 +209,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
                 return base  # no token needs more room than the state has: its base's mask itself
             mask = np.bitwise_and(base, keep, out=friendly_zeros(base.shape[0]))
             mask.setflags(write=False)
-            self._store(state, mask, friendly=True)
+            self._cache.store(state, mask, friendly=True)
             return mask
         rep = self._shared_with(state)
         if rep is not None:
@@ -229,16 +225,16 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
                 self._survivors[rep] = survivors
             mask = long_tokens.apply(base, self._transitions, state, lengths, survivors)
             mask.setflags(write=False)
-            self._store(state, mask, friendly=True)
+            self._cache.store(state, mask, friendly=True)
             return mask
-        batch, index = self._batch_entry(state)
+        batch, index = self._cache.batch_entry(state)
         if batch is not None:
             mask = batch.mask(index)
             if batch.packed is not None:  # a row of the batch: its memory is counted already
-                self._store(state, mask, counted=False)
+                self._cache.store(state, mask, counted=False)
                 return mask
             if batch.listed(index):  # packed from its token list just now
-                self._keep_packed_list(state, mask)
+                self._cache.keep_packed(state, mask)
                 # the lists of the states a few bytes ahead are packed now too: their first
                 # use is then a plain copy, and this step pays for the few of them at once
                 self._pack_ahead(state)
@@ -256,10 +252,10 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
             if len(batch) > 1:
                 # the few neighbours' masks are packed now, with the missed one (tens of microseconds
                 # for the whole batch): packed on first use instead, each would lengthen a hit
-                self._add_batch(batch)
+                self._cache.add_batch(batch)
             mask = batch.mask(0)
         mask.setflags(write=False)
-        self._store(state, mask)
+        self._cache.store(state, mask)
         return mask
 
     def fill_row(self, state: int, row: np.ndarray) -> None:
@@ -281,11 +277,11 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         instead of being packed on first use (several microseconds, and 4 bytes
         per 32 tokens kept for each state).
         """
-        mask = self._masks.get(state)
+        mask = self._cache.masks.get(state)
         if mask is None:
             place, keep = self._derived_from(state)
             if place >= 0:  # the base's mask less the tokens that need more room
-                base = self._masks.get(place)
+                base = self._cache.masks.get(place)
                 if base is None:
                     self.fill_row(place, row)
                     if keep is not None:
@@ -295,7 +291,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
                 else:  # one pass, about the cost of a copy
                     np.bitwise_and(base, keep, out=row)
                 return
-            sparse = self._sparse.get(state)
+            sparse = self._cache.sparse.get(state)
             if sparse is not None:
                 row.fill(0)
                 row[sparse[0]] = sparse[1]
@@ -309,23 +305,12 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         """Write ``state``'s mask into ``row`` if it waits as a short token list, and keep that list merged."""
         if self._shared_with(state) is not None:
             return False  # a class's mask with the long tokens rechecked: see token_mask
-        batch, index = self._batch_entry(state)
+        batch, index = self._cache.batch_entry(state)
         if batch is None or not batch.listed(index) or batch.pairs(index) > _SPARSE_PAIRS:
             return False
-        sparse = batch.fill_sparse(index, row)
-        with self._lock:
-            if self._batch_of[state] >= 0:  # not forgotten meanwhile
-                self._sparse[state] = sparse
-                self._list_bytes += sparse[0].nbytes + sparse[1].nbytes
+        self._cache.keep_sparse(state, batch.fill_sparse(index, row))
         self._pack_ahead(state)
         return True
-
-    def _batch_entry(self, state: int) -> tuple[MaskBatch | None, int]:
-        """The batch holding ``state``'s mask (``None`` if none does) and its index there."""
-        with self._lock:  # the batches may be dropped by another thread
-            batch_id = int(self._batch_of[state])
-            batch = self._batches[batch_id] if batch_id >= 0 else None
-            return batch, int(self._index_in_batch[state])
 
     def _distinct_successors(self, q: int) -> list[int]:
         """The distinct states one byte after ``q``, sorted (memoised)."""
@@ -354,7 +339,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         """
         if self.kind == "choices":
             return
-        masks = self._masks
+        masks = self._cache.masks
         seen = {state}
         frontier = [state]
         packed = visits = 0
@@ -372,19 +357,14 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
                     visits += 1
                     if r in masks:
                         continue
-                    batch, index = self._batch_entry(r)
+                    batch, index = self._cache.batch_entry(r)
                     if batch is None or not batch.listed(index):
                         continue
-                    self._keep_packed_list(r, batch.mask(index))
+                    self._cache.keep_packed(r, batch.mask(index))
                     packed += 1
                     if packed >= _PACK_AHEAD:
                         return
             frontier = nxt
-
-    def _keep_packed_list(self, state: int, mask: np.ndarray) -> None:
-        """Memoise ``mask``, just packed from ``state``'s token list (read-only from now on)."""
-        mask.setflags(write=False)
-        self._store(state, mask, friendly=True)
 
     @property
     def automaton(self) -> AutomatonView:
@@ -467,7 +447,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         view = self.automaton
 
         def walk(chunk: np.ndarray) -> None:
-            self._add_batch(self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER))
+            self._cache.add_batch(self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER))
             if aside:
                 time.sleep(0)  # the interpreter lock goes to a decoding thread waiting for it
 
@@ -482,38 +462,6 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         interpreter's switch interval.
         """
         return self.precompute(budget_s=budget_s, budget_work=budget_work, aside=True)
-
-    def _add_batch(self, batch: MaskBatch) -> None:
-        """Keep a batch's masks, packed at once when they fit in a few megabytes.
-
-        Dense and packed rows go to the mask cache; the others are indexed.
-        """
-        if batch.packed is None and len(batch) * self._builder.num_words * 4 <= _PACK_AT_ONCE_BYTES:
-            batch.pack()
-        for index, mask in batch.dense.items():
-            mask.setflags(write=False)
-            self._store(int(batch.states[index]), mask)
-        if batch.packed is not None:  # rows of the batch: their memory is counted with it
-            for index, state in enumerate(batch.states.tolist()):
-                self._store(state, batch.packed[index], counted=False)
-        with self._lock:
-            batch_id = len(self._batches)
-            self._batches.append(batch)
-            self._batch_of[batch.states] = batch_id
-            self._index_in_batch[batch.states] = np.arange(len(batch), dtype=np.int32)
-            self._known[batch.states] = True
-            self._list_bytes += batch.nbytes
-            if self._list_bytes > self.limits.max_mask_cache_bytes // 2:
-                # forget every batch (its masks are recomputed when needed), and the rows shared with one
-                for s in [s for s, size in self._mask_sizes.items() if not size]:
-                    del self._masks[s], self._mask_sizes[s]
-                self._batches.clear()
-                self._batch_of[:] = -1
-                self._sparse.clear()
-                self._list_bytes = 0
-                self._known[:] = False
-                if self._masks:
-                    self._known[np.fromiter(self._masks, dtype=np.int64)] = True
 
     def _neighbourhood(self, state: int) -> np.ndarray:
         """``state`` and the not yet computed states reachable from it, breadth-first, bounded.
@@ -558,29 +506,6 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
             firsts = dict.fromkeys(self._walked_for(np.array(out, dtype=np.int64)).tolist())
             out = [r for r in firsts if r == state or not known[r]]
         return np.array(out, dtype=np.int64)
-
-    def _store(self, state: int, mask: np.ndarray, counted: bool = True, friendly: bool = False) -> None:
-        """Memoise ``mask``; ``counted=False`` for rows whose memory a batch already accounts for.
-
-        ``friendly``: ``mask`` was made by :func:`~tokensieve.bitmask.friendly_zeros`, so it
-        already sits where copies from it are fast.
-        """
-        if not friendly:
-            placed = copy_friendly(mask)
-            if placed is not mask:  # a slow place to copy from: the copy is counted
-                mask, counted = placed, True
-        size = mask.nbytes if counted else 0
-        with self._lock:
-            if state in self._masks:
-                return
-            self._masks[state] = mask
-            self._mask_sizes[state] = size
-            self._known[state] = True
-            self._mask_bytes += size
-            while self._mask_bytes > self.limits.max_mask_cache_bytes and len(self._masks) > 1:
-                old_state, _ = self._masks.popitem(last=False)
-                self._mask_bytes -= self._mask_sizes.pop(old_state)
-                self._known[old_state] = self._batch_of[old_state] >= 0
 
     # --------------------------------------------------------------- pickle
     def __reduce__(self) -> tuple[Any, ...]:
