@@ -10,6 +10,7 @@ from ..limits import Limits
 from .blank_runs import RunsNotCountable, bound_blank_runs
 from .determinize import ClassDFA, Row, determinize
 from .dfa import ByteDFA
+from .gc_pause import gc_paused
 from .minimize import minimize, trim
 from .minimize_arrays import SMALL_EDGES, EdgeDFA, minimize_edges, trim_edges
 from .nfa import build_nfa
@@ -21,6 +22,7 @@ __all__ = ["EMPTY_LANGUAGE", "ir_to_dfa"]
 EMPTY_LANGUAGE = "pattern matches no string"
 
 
+@gc_paused()
 def ir_to_dfa(node: Node, limits: Limits | None = None, *, blank_runs: int | None = None) -> ByteDFA:
     """Compile a regex IR node to a minimal, trimmed byte DFA.
 

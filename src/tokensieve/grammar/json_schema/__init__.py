@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from ...automata.gc_pause import gc_paused
 from ...errors import GrammarError, LimitExceeded, SchemaError
 from ...ir.grammar import Grammar
 from ...limits import Limits
@@ -40,6 +41,7 @@ def _layout(whitespace: str, indent: int | None, max_whitespace: int, later: boo
     return Layout(whitespace, 0, max_whitespace, later)
 
 
+@gc_paused()
 def schema_to_grammar(
     schema: Any,
     *,
