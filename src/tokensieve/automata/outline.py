@@ -50,8 +50,9 @@ def outlined_rules(
     weight: dict[str, int] = {}
     out: set[str] = set()
     heavy = False
+    weighed: dict[int, tuple[int, dict[str, int]]] = {}  # subtrees that rules share are weighed once
     for name in _callees_first(root, references, recursive):
-        own, copies = weigh(rules[name], {})
+        own, copies = weigh(rules[name], weighed)
         total = own
         inlined: list[tuple[int, str]] = []
         for ref, n in copies.items():
@@ -138,8 +139,10 @@ def split_heavy(bodies: dict[str, Node], budget: int, part: int) -> dict[str, No
     """
     out = dict(bodies)
     made: dict[Node, RuleRef] = {}
+    # the inlined bodies share the subtrees of the rules they inline: each is weighed once
+    weighed: dict[int, tuple[int, dict[str, int]]] = {}
     for name, body in bodies.items():
-        own, copies = weigh(body, {})
+        own, copies = weigh(body, weighed)
         if own + sum(copies.values()) <= budget:
             continue
         memo: dict[int, tuple[Node, int]] = {}
@@ -186,7 +189,7 @@ def split_heavy(bodies: dict[str, Node], budget: int, part: int) -> dict[str, No
             elif isinstance(node, Automaton) and node.num_states >= _CALLED_AUTOMATON_STATES:
                 new, weight = hoist(node), 1
             else:
-                own, copies = weigh(node, {})
+                own, copies = weigh(node, weighed)
                 new, weight = node, own + sum(copies.values())
             if weight > part and isinstance(new, (Concat, Alt, Repeat)):
                 new, weight = hoist(new), 1

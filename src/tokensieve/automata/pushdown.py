@@ -47,6 +47,7 @@ from .blank_runs import BLANK
 from .build import ir_to_dfa
 from .counted import blank_run
 from .dfa import ByteDFA
+from .gc_pause import gc_paused
 from .nfa import automaton_runs
 from .outline import INLINE_BUDGET, SPLIT_BUDGET, outlined_rules, split_heavy
 from .rule_graph import (
@@ -104,6 +105,7 @@ class RuleNetwork:
         return sum(t.shape[0] for t in self.transitions)
 
 
+@gc_paused()
 def compile_grammar_automaton(
     grammar: Grammar, limits: Limits | None = None, *, blank_runs: int | None = None
 ) -> ByteDFA | RuleNetwork:
@@ -208,20 +210,22 @@ def _network(
     if len(names) > limits.max_recursive_rules:
         raise LimitExceeded("max_recursive_rules", limits.max_recursive_rules, f"{len(names)} called rules")
     index = {n: i for i, n in enumerate(names)}
+    looked_at: set[int] = set()  # the bodies share the subtrees of the rules they inline
     for n, body in bodies.items():
-        if _uses_marker_bytes(body):
+        if _uses_marker_bytes(body, looked_at):
             raise GrammarError(
                 f"rule {n!r} matches raw bytes 0xF8-0xFF, which recursive grammars reserve; "
                 "use character classes (UTF-8 text never contains those bytes)"
             )
     check_left_recursion(bodies)
     transitions, accepting, starts, calls = [], [], [], []
+    marked = _markers(index)
     for n in names:
         known = failed.get(bodies[n]) if failed else None
         if known is not None:
             raise known
         try:
-            trans, acc, start, edges = _rule_automaton(_markers(bodies[n], index), limits)
+            trans, acc, start, edges = _rule_automaton(marked(bodies[n]), limits)
         except LimitExceeded as exc:
             if exc.limit in _SIZE_LIMITS:
                 failed[bodies[n]] = exc
@@ -253,19 +257,23 @@ def _rule_automaton(body: Node, limits: Limits) -> _RuleAutomaton:
         return hit
     dfa = ir_to_dfa(body, limits)
     trans = np.array(dfa.transitions, dtype=np.int32)
-    edges: list[list[tuple[int, int]]] = [[] for _ in range(trans.shape[0])]
+    # the call edges of the (few) states that call, in order of state, callee lead byte, second byte
+    found: dict[int, list[tuple[int, int]]] = {}
     for lead in range(_MARKER_LEAD, 0x100):
         for q in np.flatnonzero(trans[:, lead] >= 0).tolist():
             mid = int(trans[q, lead])
             for second in np.flatnonzero(trans[mid, :_MARKER_LEAD] >= 0).tolist():
                 callee = (lead - _MARKER_LEAD) * _MARKER_LEAD + second
-                edges[q].append((callee, int(trans[mid, second])))
+                found.setdefault(q, []).append((callee, int(trans[mid, second])))
+    edges: list[tuple[tuple[int, int], ...]] = [()] * trans.shape[0]
+    for q, out in found.items():
+        edges[q] = tuple(out)
     trans[:, _MARKER_LEAD:] = -1
     trans.setflags(write=False)
     acc = np.array(dfa.accepting, dtype=bool)
     acc.setflags(write=False)
-    made = (trans, acc, int(dfa.start), tuple(tuple(e) for e in edges))
-    _RULE_AUTOMATA.put(key, made, int(trans.nbytes) + 64 * sum(len(e) for e in edges))
+    made = (trans, acc, int(dfa.start), tuple(edges))
+    _RULE_AUTOMATA.put(key, made, int(trans.nbytes) + 64 * sum(len(e) for e in found.values()))
     return made
 
 
@@ -317,18 +325,29 @@ class _Inliner:
         return self.memo[name]
 
 
-def _markers(node: Node, index: dict[str, int]) -> Node:
-    def marker(ref: RuleRef) -> Node:
-        lead, second = divmod(index[ref.name], _MARKER_LEAD)
+def _markers(index: dict[str, int]) -> Callable[[Node], Node]:
+    """A rewrite of rule bodies that replaces each rule reference by its two-byte marker (subtrees
+    that bodies share are rewritten once)."""
+    done: dict[int, Node] = {}
+
+    def marker(n: Node) -> Node | None:
+        if not isinstance(n, RuleRef):
+            return None
+        lead, second = divmod(index[n.name], _MARKER_LEAD)
         return literal(bytes([_MARKER_LEAD + lead, second]))
 
-    return substitute(node, marker)
+    return lambda body: rewrite(body, marker, done)
 
 
-def _uses_marker_bytes(node: Node) -> bool:
+def _uses_marker_bytes(node: Node, seen: set[int]) -> bool:
+    """Whether ``node`` matches a byte 0xF8-0xFF outside the subtrees in ``seen`` (by identity),
+    which it adds to."""
     stack = [node]
     while stack:
         n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
         if isinstance(n, ByteClass):
             if any(hi >= _MARKER_LEAD for _, hi in n.ranges):
                 return True
