@@ -30,6 +30,8 @@ leaves out the phases it calls):
   tables, a DFA's views), the shared-mask classes, the walk's arrays and
   chains (also where a walk builds them on first use);
 * ``walks``: the token masks computed at compile time and the first mask;
+* ``gc``: the cyclic garbage collector's pauses, wherever they fell (the
+  collector stays on, as in any process);
 * ``other``: what no phase above covers (the compiler's memo and cache
   look-ups, the matcher, the clock's own calls: a few tens of microseconds per
   wrapped call).
@@ -130,20 +132,32 @@ WRAPPED: tuple[tuple[str, str, str], ...] = (
     ("walks", "tokensieve.compile.pushdown", "CompiledPushdownGrammar.precompute"),
     ("walks", "tokensieve.compile.pushdown", "CompiledPushdownGrammar.token_mask"),
 )
-PHASES = tuple(dict.fromkeys([p for p, _, _ in WRAPPED] + ["other"]))
+PHASES = tuple(dict.fromkeys([p for p, _, _ in WRAPPED] + ["gc", "other"]))
 
 
 class PhaseClock:
     """Exclusive time per phase: a wrapped call's time less that of the wrapped calls inside it.
 
-    Only calls on the thread that made the clock are timed: work a compile leaves to a
-    background thread is not part of its compile time (nor of the compile's total).
+    The cyclic garbage collector's pauses are a phase of their own (``gc``), left
+    out of the phase they interrupt. Only calls on the thread that made the clock
+    are timed: work a compile leaves to a background thread is not part of its
+    compile time (nor of the compile's total).
     """
 
     def __init__(self) -> None:
         self.spent: dict[str, float] = dict.fromkeys(PHASES, 0.0)
         self._inner: list[float] = []
         self._thread = threading.get_ident()
+        self._gc_start = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if threading.get_ident() != self._thread:
+            return
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.spent["gc"] += time.perf_counter() - self._gc_start
 
     def wrap(self, phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -151,11 +165,13 @@ class PhaseClock:
             if threading.get_ident() != self._thread:
                 return fn(*args, **kwargs)
             self._inner.append(0.0)
+            gc0 = self.spent["gc"]
             t0 = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                total = time.perf_counter() - t0
+                # the call's time less the collector's pauses within it
+                total = time.perf_counter() - t0 - (self.spent["gc"] - gc0)
                 inner = self._inner.pop()
                 self.spent[phase] += total - inner
                 if self._inner:
@@ -208,16 +224,12 @@ def _geomean(values: list[float]) -> float:
 
 
 def _one_run(run: Callable[[], None], clock: PhaseClock) -> dict[str, float]:
-    """The phases of one call of ``run`` (garbage collection off meanwhile)."""
+    """The phases of one call of ``run`` (after a full collection, so that each run starts alike)."""
     gc.collect()
-    gc.disable()
     clock.reset()
     t0 = time.perf_counter()
-    try:
-        run()
-    finally:
-        total = time.perf_counter() - t0
-        gc.enable()
+    run()
+    total = time.perf_counter() - t0
     spent = dict(clock.spent)
     spent["other"] = total - sum(spent.values())
     return spent
