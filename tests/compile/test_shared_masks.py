@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokensieve import GrammarCompiler
+from tokensieve.compile import long_tokens as long_tokens_module
 from tokensieve.compile import shared_masks
 from tokensieve.compile.char_chains import MAX_CHAIN
 from tokensieve.compile.shared_masks import mask_representatives
@@ -87,7 +88,7 @@ def test_every_state_gets_its_own_exact_mask(tiny_info, long_info, pattern: str,
 def test_long_tokens_run_in_numpy_steps_then_one_by_one(long_info, monkeypatch, pattern: str, few: int) -> None:
     # the vocabulary has about a dozen long tokens: with fewer left to the plain-Python end, the
     # numpy steps over byte positions (from the state, and from the end of a chain) do the work
-    monkeypatch.setattr(shared_masks, "_FEW_LONG", few)
+    monkeypatch.setattr(long_tokens_module, "_FEW_LONG", few)
     _check_every_state(long_info, pattern)
 
 
@@ -105,8 +106,8 @@ def test_long_token_survivors_are_those_alive_after_the_sharing_depth(
 ) -> None:
     # (16, 256): the dozen long tokens are run one by one to the depth, exactly; (0, 256): those
     # alive after the first bytes are kept (a superset); (0, 0): more than that many gives None
-    monkeypatch.setattr(shared_masks, "_FEW_LONG", few)
-    monkeypatch.setattr(shared_masks, "_MANY_SURVIVORS", many)
+    monkeypatch.setattr(long_tokens_module, "_FEW_LONG", few)
+    monkeypatch.setattr(long_tokens_module, "_MANY_SURVIVORS", many)
     compiled = GrammarCompiler(long_info, precompute=False, cache_enabled=False).compile_regex(pattern)
     long_tokens = mask_builder_for(long_info).long_tokens
     assert long_tokens is not None and long_tokens.ids.size
@@ -124,7 +125,7 @@ def test_long_token_survivors_are_those_alive_after_the_sharing_depth(
             data = long_info.decoded_vocab[t]
             if compiled.dfa.step(s, data[: long_tokens.depth]) >= 0:
                 alive.add(i)
-            if compiled.dfa.step(s, data[: shared_masks._SURVIVOR_BYTES]) >= 0:
+            if compiled.dfa.step(s, data[: long_tokens_module._SURVIVOR_BYTES]) >= 0:
                 alive_early.add(i)
         assert got.tolist() == sorted(got.tolist()), s  # apply's runs need them sorted
         if few:
@@ -147,7 +148,7 @@ def test_long_tokens_of_looping_states_by_their_own_loop_bytes(long_info) -> Non
     )
     table = compiled.dfa.transitions
     builder = mask_builder_for(long_info)
-    fresh = shared_masks.LongTokens(
+    fresh = long_tokens_module.LongTokens(
         long_info.decoded_vocab, long_info.special_token_ids, builder.num_words, shared_masks.SHARE_DEPTH
     )
     looping = [s for s in range(compiled.num_states) if (table[s] == s).any()]

@@ -75,7 +75,7 @@ from .walk_budget import FrontierTooLarge, WalkBudget, walk_in_chunks
 
 if TYPE_CHECKING:
     from .blank_copies import LeadingBlanks
-    from .shared_masks import LongTokens
+    from .long_tokens import LongTokens
     from .unit_needs import UnitNeeds
 
 __all__ = [

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from ..vocab.trie import TokenTrie
 from .blank_copies import LeadingBlanks
-from .shared_masks import SHARE_DEPTH, LongTokens
+from .long_tokens import LongTokens
+from .shared_masks import SHARE_DEPTH
 from .token_masks import TokenMaskBuilder
 from .unit_needs import UnitNeeds
 
