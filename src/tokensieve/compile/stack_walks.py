@@ -73,8 +73,9 @@ class StackWalks:
 
     A base of the grammar class: it reads the grammar's global rule tables
     (declared below) and keeps the memos of its walks (made by
-    :meth:`_init_walks`). The grammar's lock guards them: every method but
-    :meth:`precompute` is called with it held.
+    :meth:`_init_walks`). The grammar's lock guards them: it is held around
+    every call but the kernel's walks that :meth:`precompute` makes without it
+    (they read tables nobody changes).
     """
 
     walk_kernel: bool
