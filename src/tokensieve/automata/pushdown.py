@@ -203,7 +203,8 @@ def _network(
     A body in ``failed`` raises its error again rather than being built; a body whose automaton
     is over a size limit is added to it."""
     inlined = _Inliner(rules, called, references)
-    bodies = {n: inlined.expand(n) for n in called | {grammar.root}}
+    # in a fixed order: the rules split out of shared subtrees are named after the first body met
+    bodies = {n: inlined.expand(n) for n in sorted(called | {grammar.root}, key=lambda n: (n != grammar.root, n))}
     if split:
         bodies = split_heavy(bodies, SPLIT_BUDGET, SPLIT_BUDGET)
     names = sorted(bodies, key=lambda n: (n != grammar.root, n))

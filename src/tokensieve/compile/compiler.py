@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..automata.blank_runs import RunsNotCountable
 from ..automata.choices import choices_to_dfa
 from ..automata.dfa import ByteDFA
+from ..automata.gc_pause import gc_paused
 from ..automata.pushdown import RuleNetwork, compile_grammar_automaton
 from ..errors import GrammarError, LimitExceeded, SchemaError
 from ..grammar.ebnf import parse_ebnf
@@ -407,7 +408,8 @@ class GrammarCompiler:
         """The automaton of ``key`` and its unenforced keywords: from the disk cache, or built (and kept there)."""
         disk = self.disk_cache
         if disk is None:
-            return build()
+            with gc_paused():  # one pause over the lowering and the automata, no collection between them
+                return build()
         info = self.tokenizer_info
         entry_key = cache_key(key[0], key[1], info.hash, info.vocab_size, self.limits)
         entry = disk.get(entry_key)
@@ -418,7 +420,8 @@ class GrammarCompiler:
         ):
             logger.info("built %s automaton read from the disk cache", key[0])
             return entry["automaton"], entry["unenforced"]
-        automaton, unenforced = build()
+        with gc_paused():
+            automaton, unenforced = build()
         try:
             disk.put(entry_key, {"automaton": automaton, "unenforced": tuple(unenforced)})
         except OSError as exc:  # a full or read-only disk costs the cache, not the compile
