@@ -1,8 +1,10 @@
 """Masks computed ahead in a background thread, after a compile has returned.
 
-A compile returns as soon as its first mask is known; the masks worth
-computing ahead (the ``"auto"`` budget of :class:`~tokensieve.compile.compiler.GrammarCompiler`)
-are left to one daemon thread per process, which takes the compiled grammars
+A compile returns once its first mask is known and the first part of the
+masks worth computing ahead is walked (the ``"auto"`` budget of
+:class:`~tokensieve.compile.compiler.GrammarCompiler`; the first part is all
+of a small automaton's); the rest of that budget is left to one daemon thread
+per process, which takes the compiled grammars
 in the order they were compiled and walks each within its budget, while the
 caller decodes. A mask the decoding thread needs before the thread has walked
 it is computed on the spot, as without precomputing; both threads store what
@@ -72,16 +74,36 @@ def start() -> None:
 
 
 def submit(grammar: Precomputable, budget_s: float | None, budget_work: int | None) -> None:
-    """Queue ``grammar``'s walks ahead, bounded by ``budget_s`` seconds and ``budget_work`` units of work."""
+    """Queue ``grammar``'s walks ahead for the thread (started if it is not running).
+
+    Parameters
+    ----------
+    grammar
+        A compiled grammar; held weakly until its turn.
+    budget_s
+        Seconds its walks may take (``None``: no bound in time).
+    budget_work
+        Units of walking work its walks may do (``None``: no bound in work).
+    """
     _jobs.put((weakref.ref(grammar), budget_s, budget_work))
     start()
 
 
 def wait_idle(timeout: float | None = None) -> bool:
-    """Wait until every queued grammar has been walked; ``False`` if ``timeout`` seconds went first.
+    """Wait until every queued grammar has been walked.
 
     For tests and benchmarks that must know when the background work is done;
     decoding never needs to wait (a mask not walked yet is computed on use).
+
+    Parameters
+    ----------
+    timeout
+        Seconds to wait at most (``None``: until done).
+
+    Returns
+    -------
+    bool
+        ``False`` if ``timeout`` seconds went first.
     """
     if timeout is None:
         _jobs.join()
