@@ -507,9 +507,12 @@ class GrammarCompiler:
             compiled.precompute(budget_s=seconds, budget_work=work)
             return
         now = _BEFORE_RETURN_WORK * scale if work is None else min(work, _BEFORE_RETURN_WORK * scale)
+        t0 = time.perf_counter()
         if compiled.precompute(budget_s=seconds, budget_work=now) or work == now:
             return  # every mask worth walking is known
-        background.submit(compiled, seconds, None if work is None else work - now)
+        left_s = seconds - (time.perf_counter() - t0)  # one time bound over both parts, as over all at once
+        if left_s > 0:
+            background.submit(compiled, left_s, None if work is None else work - now)
 
     def _remember(self, key: tuple[str, str], compiled: Any) -> None:
         """Cache ``compiled``; evict the least recently used past the count or memory bounds.
