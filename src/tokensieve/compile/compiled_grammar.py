@@ -17,6 +17,7 @@ from ..bitmask import friendly_zeros
 from ..limits import Limits
 from .constraint import CompiledConstraint
 from .derived_masks import DerivedMasks
+from .frame_walk import dfa_walk
 from .mask_cache import MaskCache
 from .token_masks import AutomatonView, FrontierTooLarge, WalkBudget, walk_in_chunks
 from .vocab_cache import mask_builder_for
@@ -194,10 +195,13 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
     def token_mask(self, state: int) -> np.ndarray:
         """Packed ``int32`` mask of the tokens allowed in ``state`` (read-only view).
 
-        Masks are memoised. A state met for the first time is walked together
-        with the not yet computed states reachable from it within a few bytes
-        (up to a bounded number), so one walk of the token trie serves the next
-        steps too.
+        Masks are memoised. A state met for the first time is walked alone by
+        the JIT kernel (:func:`~tokensieve.compile.frame_walk.dfa_walk`: its
+        cost is the trie nodes visited, at most the trie's size); until the
+        kernel is loaded, and for automata without a table, by the numpy walk
+        together with the not yet computed states reachable from it within a
+        few bytes (up to a bounded number), so one walk serves the next steps
+        too.
         """
         mask = self._cache.masks.get(state)
         if mask is not None:
@@ -240,6 +244,11 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
                 self._pack_ahead(state)
                 return mask
         else:
+            mask = dfa_walk(self._builder, self.automaton, state)
+            if mask is not None:  # the kernel's walk of the state alone: bounded by the trie's size
+                mask.setflags(write=False)
+                self._cache.store(state, mask)
+                return mask
             if state == self.start_state:
                 batch = self._builder.compute(self.automaton, [state])
             else:

@@ -20,6 +20,11 @@ node, all allowed already.
 The walk is one loop in a numba kernel (:mod:`._frame_kernel`, imported on the
 first walk), so its cost is the trie nodes and configurations it visits, a few
 nanoseconds each, whatever the depth of the stack it serves.
+
+:func:`dfa_walk` is the same walk for one state of a plain DFA, with no frames
+(:mod:`._dfa_kernel`, loaded with it): the masks a
+:class:`~tokensieve.compile.compiled_grammar.CompiledGrammar` first needs while
+decoding.
 """
 
 from __future__ import annotations
@@ -35,15 +40,27 @@ from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 
 if TYPE_CHECKING:
+    from .automaton_view import AutomatonView
     from .token_masks import TokenMaskBuilder
 
-__all__ = ["FrameTables", "Workspace", "frame_walk", "frame_walks", "kernel_ready", "load_kernel", "trie_arrays"]
+__all__ = [
+    "FrameTables",
+    "Workspace",
+    "dfa_walk",
+    "frame_walk",
+    "frame_walks",
+    "kernel_ready",
+    "load_kernel",
+    "trie_arrays",
+]
 
 _TRIES: weakref.WeakKeyDictionary[TokenMaskBuilder, tuple[np.ndarray, ...]] = weakref.WeakKeyDictionary()
 _SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
 
 
 _KERNEL: list[Callable[..., tuple[int, int]]] = []  # the loaded kernel, once it is
+_DFA_KERNEL: list[Callable[..., int]] = []  # and the DFA walk's (:mod:`._dfa_kernel`), loaded with it
+_DFA_SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
 _LOADER: list[threading.Thread] = []
 _LOADER_LOCK = threading.Lock()
 
@@ -76,7 +93,17 @@ def load_kernel() -> None:
 
 
 def _load() -> None:
-    from ._frame_kernel import walk_kernel  # numba: imported on the first walk of a rule network only
+    from ._dfa_kernel import dfa_walk_kernel  # numba: imported on the first walk of a rule network only
+    from ._frame_kernel import walk_kernel
+
+    dfa_kernel = cast("Callable[..., int]", dfa_walk_kernel)
+    # one walk of a one-state automaton over a one-node trie, with the argument types of real walks
+    one = np.zeros(1, dtype=np.int64)
+    dfa_kernel(_read_only(np.full(256, -1, dtype=np.int32)), np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=bool),
+               np.zeros(1, dtype=bool), 0, np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2,
+               *(one,) * 3, np.zeros((1, 4), dtype=np.uint64), np.ones(1, dtype=bool), np.zeros(0, dtype=np.int64),
+               np.zeros(1, dtype=np.uint32), one.copy(), one.copy())
+    _DFA_KERNEL.append(dfa_kernel)
 
     kernel = cast("Callable[..., tuple[int, int]]", walk_kernel)
     # one walk of a one-state network over a one-node trie, with the argument types of real walks
@@ -84,7 +111,6 @@ def _load() -> None:
                          np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=bool))
     space = Workspace(1)
     space.fit(tables)
-    one = np.zeros(1, dtype=np.int64)
     trie = (np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2, *(one,) * 3,
             np.zeros((1, 4), dtype=np.uint64), np.ones(1, dtype=bool), np.zeros(0, dtype=np.int64),
             np.zeros((1, 4), dtype=np.uint64))
@@ -92,6 +118,14 @@ def _load() -> None:
            np.zeros((1, 1), dtype=np.uint32), np.zeros(1, dtype=np.int64), space.seen_call, space.seen_set, 1,
            *space.tables())
     _KERNEL.append(kernel)
+
+
+def _read_only(table: np.ndarray) -> np.ndarray:
+    """``table``, read-only (a view when it is writable): the kernel is loaded for read-only tables only."""
+    if table.flags.writeable:
+        table = table.view()
+        table.setflags(write=False)
+    return table
 
 
 def _tables_args(tables: FrameTables) -> tuple[np.ndarray, ...]:
@@ -357,3 +391,51 @@ def frame_walks(
                 escapes = np.unique(escapes)  # from start nodes one below another (a walk from one is in order)
             out.append((mask, escapes.astype(np.int32)))
     return out
+
+
+def dfa_walk(builder: TokenMaskBuilder, automaton: AutomatonView, state: int) -> np.ndarray | None:
+    """The packed mask of DFA state ``state`` from one depth-first walk in the JIT kernel, or None.
+
+    The same tokens as :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.compute`
+    gives (the stop tokens included where ``state`` accepts), in time
+    proportional to the trie nodes the walk visits, whatever the state. None
+    while the kernel is loading (the first call starts it, see
+    :func:`kernel_ready`) and for automata
+    the kernel does not read: those without an ``(S, 256)`` table (large
+    choice lists) or with more than ``2**23`` states.
+
+    Parameters
+    ----------
+    builder
+        The vocabulary's mask builder (its trie; the walk's work is added to
+        its count).
+    automaton
+        The automaton's walk arrays.
+    state
+        The state whose mask to compute.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        ``int32 (num_words,)``, writable, made where copies from it are fast.
+    """
+    trans = automaton.trans
+    if trans is None or trans.dtype != np.int32 or not kernel_ready():
+        return None
+    per_thread = _DFA_SCRATCH.get(builder)
+    if per_thread is None:
+        per_thread = _DFA_SCRATCH.setdefault(builder, threading.local())
+    stacks: tuple[np.ndarray, np.ndarray] | None = getattr(per_thread, "stacks", None)
+    if stacks is None:
+        num_nodes = int(builder.trie.num_nodes)
+        stacks = per_thread.stacks = (np.zeros(num_nodes, dtype=np.int64), np.zeros(num_nodes, dtype=np.int64))
+    mask = friendly_zeros(builder.num_words, np.uint32)
+    work = _DFA_KERNEL[0](
+        _read_only(trans), automaton.loops, automaton.has_loop, automaton.utf8, int(state),
+        *trie_arrays(builder)[:9], mask, *stacks,
+    )
+    builder.add_work(int(work))
+    if automaton.accepting[state]:
+        for word, bit in builder.stop_pairs:
+            mask[word] |= np.uint32(bit)
+    return mask.view(np.int32)
