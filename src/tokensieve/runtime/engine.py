@@ -13,7 +13,8 @@ slot so the active rows always fill slots ``0..n-1``. A step is:
    ``torch.Generator`` and its own token budget (see
    :mod:`tokensieve.runtime.sampling`), and when the constraint allows only one
    token next, those tokens are appended at once (jump-forward) and fed to the
-   model together at the next step.
+   model together at the next step (a row's state, its tokens taken, its text
+   released at stop strings and its end are :mod:`tokensieve.runtime.rows`'s).
 
 A constraint may be passed as a ``concurrent.futures.Future`` (a grammar
 compiled elsewhere): the request waits in the queue, without holding a slot or
@@ -22,8 +23,6 @@ the batch, until it resolves.
 
 from __future__ import annotations
 
-import codecs
-import functools
 import logging
 import threading
 import time
@@ -39,8 +38,10 @@ from ..errors import LimitExceeded, TokensieveError, VocabularyError
 from ..matcher import BatchGrammarMatcher, GrammarMatcher
 from .model import LoadedModel
 from .requests import QueueFull, RequestHandle, SamplingParams, StepOutput
+from .rows import MAX_FORCED as MAX_FORCED
+from .rows import Row, RowAdvancer
 from .runner import DEFAULT_WEIGHTS, make_runner, set_threads
-from .sampling import BudgetCheck, choose_token, draw_rows
+from .sampling import BudgetCheck, draw_rows
 
 __all__ = ["DEFAULT_MAX_LEN", "Engine", "QueueFull", "RequestHandle", "SamplingParams", "StepOutput"]
 
@@ -48,38 +49,6 @@ logger = logging.getLogger("tokensieve")
 
 #: Tokens (prompt and output) one sequence may hold by default.
 DEFAULT_MAX_LEN = 2048
-
-#: Most tokens appended by jump-forward in one step.
-MAX_FORCED = 32
-
-
-class _Row:
-    """A request's decoding state inside the engine."""
-
-    def __init__(
-        self, handle: RequestHandle, prompt: list[int], params: SamplingParams, constraint: Any
-    ) -> None:
-        import torch
-
-        self.handle = handle
-        self.prompt = prompt
-        self.params = params
-        self.constraint = constraint  # a compiled grammar, a Future, or None
-        self.matcher: GrammarMatcher | None = None
-        self.budget: BudgetCheck | None = None
-        self.generator = torch.Generator(device="cpu")
-        if params.seed is None:
-            self.generator.seed()
-        else:
-            self.generator.manual_seed(int(params.seed))
-        self.length = 0  # tokens in the row's cache slot
-        self.pending: list[int] = prompt  # tokens to feed at the next step
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self.full_text = ""  # decoded output, stop strings not yet cut
-        self.released = 0  # characters of full_text published
-        self.max_stop = max((len(s) for s in params.stop), default=0)
-        self.ending: str | None = None  # the finish reason the last token decided
-        self.stopped_by_string = False
 
 
 class Engine:
@@ -135,20 +104,21 @@ class Engine:
         self.weights = self.runner.weights
         self.max_len = self.runner.max_len
         info = model.tokenizer_info
-        self._vocab = info.decoded_vocab
-        self._stops = info.stop_token_set
-        self._stop_ids = sorted(t for t in self._stops if t < int(self.runner.vocab_size))
+        self._stop_ids = sorted(t for t in info.stop_token_set if t < int(self.runner.vocab_size))
         self._width = max(int(self.runner.vocab_size), int(info.vocab_size))
         self._bitmask = np.zeros((self.max_batch, bitmask_size(self._width)), dtype=np.int32)
         self._batch_matcher = BatchGrammarMatcher(max_threads=1)
         self._mask_pool = ThreadPoolExecutor(1, thread_name_prefix="tokensieve-masks")
-        self._queue: deque[_Row] = deque()
-        self._rows: list[_Row] = []
+        self._queue: deque[Row] = deque()
+        self._rows: list[Row] = []
         self._cond = threading.Condition()
         self._stopping = False
         self._drain = True
         self._stats: Counter[str] = Counter()
         self._batch_sizes: Counter[int] = Counter()
+        self._advancer = RowAdvancer(
+            model.tokenizer, info.decoded_vocab, info.stop_token_set, self._stats, self._cond
+        )
         self._thread = threading.Thread(target=self._loop, name="tokensieve-engine", daemon=True)
         self._thread.start()
 
@@ -205,7 +175,7 @@ class Engine:
         if constraint is not None and not isinstance(constraint, Future):
             self._check_constraint(constraint, params)
         handle = RequestHandle(len(prompt), on_cancel=self._wake)
-        row = _Row(handle, prompt, params, constraint)
+        row = Row(handle, prompt, params, constraint)
         with self._cond:
             if self._stopping:
                 raise TokensieveError("the engine is shut down")
@@ -310,7 +280,7 @@ class Engine:
                 except Exception as exc:
                     logger.exception("a step failed")
                     for row in rows:
-                        self._finish(row, "error", [], exc)
+                        self._advancer.finish(row, "error", [], exc)
                 self._drop_finished()
             elif self._queue:  # only requests whose grammar is not ready: wait for a wake-up
                 with self._cond:
@@ -323,16 +293,16 @@ class Engine:
             self._queue.clear()
             self._stopping = True
         for row in rows:
-            self._finish(row, "error" if exc is not None else "cancelled", [], exc)
+            self._advancer.finish(row, "error" if exc is not None else "cancelled", [], exc)
 
-    def _admit(self) -> list[_Row]:
+    def _admit(self) -> list[Row]:
         """Move ready requests from the queue into free slots (called with the lock held)."""
-        new: list[_Row] = []
-        kept: deque[_Row] = deque()
+        new: list[Row] = []
+        kept: deque[Row] = deque()
         while self._queue:
             row = self._queue.popleft()
             if row.handle.cancel_requested:
-                self._finish(row, "cancelled", [])
+                self._advancer.finish(row, "cancelled", [])
                 continue
             if len(self._rows) >= self.max_batch:
                 kept.append(row)
@@ -345,7 +315,7 @@ class Engine:
                     row.constraint = row.constraint.result()
                     self._check_constraint(row.constraint, row.params)
                 except BaseException as exc:
-                    self._finish(row, "error", [], exc)
+                    self._advancer.finish(row, "error", [], exc)
                     continue
             if row.constraint is not None:
                 row.matcher = GrammarMatcher(row.constraint, terminate_without_stop_token=True)
@@ -372,7 +342,7 @@ class Engine:
         self._stats["mask_ns"] += time.perf_counter_ns() - t0
         self._stats["mask_rows"] += len(constrained)
 
-    def _step(self, rows: list[_Row], old: int) -> None:
+    def _step(self, rows: list[Row], old: int) -> None:
         torch = self._torch
         constrained: list[int] = []
         matchers: list[GrammarMatcher] = []
@@ -431,13 +401,13 @@ class Engine:
         )
         for i, row in enumerate(rows):
             if row.handle.cancel_requested:
-                self._finish(row, "cancelled", [])
+                self._advancer.finish(row, "cancelled", [])
                 continue
             try:
-                self._advance(row, logits[i], first[i], logprobs.get(i))
+                self._advancer.advance(row, logits[i], first[i], logprobs.get(i))
             except Exception as exc:
                 logger.exception("a request failed")
-                self._finish(row, "error", [], exc)
+                self._advancer.finish(row, "error", [], exc)
 
     def _drop_finished(self) -> None:
         """Free the slots of finished rows, moving the last rows into them."""
@@ -452,174 +422,3 @@ class Engine:
                         rows[i] = last
                 else:
                     i += 1
-
-    # ------------------------------------------------------------ sampling
-    def _advance(self, row: _Row, logits: Any, token: int | None, lp: Any) -> None:
-        """Take the row's drawn token (or another that fits its budget), any forced ones after it; publish."""
-        torch = self._torch
-        params = row.params
-        left = params.max_tokens - len(row.handle.token_ids)
-        logprob = top = None
-        fits = None
-        if row.matcher is not None and row.budget is not None:
-            fits = functools.partial(row.budget.token_fits, state=row.matcher.state, left=left)
-        if token is not None and fits is not None and token not in self._stops and not fits(token):
-            # the drawn token leaves the output unfinishable in time: draw again without it
-            logits[token] = -float("inf")
-            token = choose_token(
-                torch,
-                logits,
-                temperature=params.temperature,
-                generator=row.generator,
-                stops=self._stops,
-                fits=fits,
-                top_p=params.top_p,
-            )
-        if token is None:
-            self._complete_by_plan(row, left)
-            return
-        if lp is not None:
-            logprob = float(lp[token])
-            if params.top_logprobs:
-                values, ids = torch.topk(lp, params.top_logprobs)
-                top = [(int(t), float(v)) for t, v in zip(ids, values, strict=True) if v > -float("inf")]
-        if token in self._stops:
-            if row.matcher is not None:
-                row.matcher.accept_token(token)
-            self._finish(row, "stop", [])
-            return
-        outputs = [self._take(row, token, logprob, top, forced=False)]
-        if row.ending is None and row.matcher is not None:
-            self._jump_forward(row, outputs)
-        if row.ending is not None:
-            self._finish(row, row.ending, outputs, flush=not row.stopped_by_string)
-        else:
-            row.handle._publish(outputs)
-
-    def _jump_forward(self, row: _Row, outputs: list[StepOutput]) -> None:
-        """Append the tokens the constraint makes certain (they are fed to the model together).
-
-        First the tokens that are the only ones allowed (``forced_tokens``); when there are
-        none, the text that is the only one possible next (``find_jump_forward_string``), in
-        the tokenizer's own tokens.
-        """
-        matcher, budget, params = row.matcher, row.budget, row.params
-        assert matcher is not None and budget is not None
-        room = params.max_tokens - len(row.handle.token_ids)
-        tokens = matcher.forced_tokens(max_tokens=min(room, MAX_FORCED))
-        if not tokens and room > 1 and not matcher.is_terminated():
-            text = matcher.find_jump_forward_string()
-            if text:
-                tokens = list(self.model.tokenizer.encode(text, add_special_tokens=False))[:MAX_FORCED]
-                if (
-                    b"".join(self._vocab[t] if t < len(self._vocab) else b"\xff" for t in tokens)
-                    != text.encode()
-                ):
-                    tokens = []  # not a plain spelling of the text: leave it to the model
-        for forced in tokens:
-            if forced in self._stops:
-                matcher.accept_token(forced)
-                row.ending = "stop"
-                return
-            room = params.max_tokens - len(row.handle.token_ids)
-            if room < 1 or not budget.token_fits(forced, matcher.state, room):
-                return
-            top = [(forced, 0.0)] if params.top_logprobs else None
-            outputs.append(self._take(row, forced, 0.0 if params.logprobs else None, top, forced=True))
-            if row.ending is not None:
-                return
-
-    def _complete_by_plan(self, row: _Row, left: int) -> None:
-        """Nothing the model likes fits the budget: finish with the planned completion."""
-        if row.matcher is None or row.budget is None:
-            self._finish(row, "stop", [])
-            return
-        tokens = row.budget.planner.completion_tokens(row.matcher.state)
-        if tokens is None or len(tokens) > left:
-            raise LimitExceeded(
-                "max_tokens", row.params.max_tokens, "the output cannot be completed within the budget"
-            )
-        outputs = []
-        for t in tokens:
-            outputs.append(self._take(row, t, None, None, forced=True))
-            if row.ending is not None:
-                break
-        self._finish(row, row.ending or "length", outputs, flush=not row.stopped_by_string)
-
-    def _take(self, row: _Row, token: int, logprob: float | None, top: Any, *, forced: bool) -> StepOutput:
-        """Append one output token; sets ``row.ending`` when it ends the output."""
-        handle = row.handle
-        if row.matcher is not None and not row.matcher.accept_token(token):  # pragma: no cover - masked out
-            raise RuntimeError(f"token {token} was chosen but the grammar refuses it")
-        handle.token_ids.append(token)
-        row.pending.append(token)
-        self._stats["output_tokens"] += 1
-        if forced:
-            handle.forced_tokens += 1
-            self._stats["forced_tokens"] += 1
-        piece = row.decoder.decode(self._vocab[token]) if token < len(self._vocab) else ""
-        text, stopped = self._release(row, piece)
-        if stopped:
-            row.ending = "stop"
-            row.stopped_by_string = True
-        elif row.matcher is not None and row.matcher.is_terminated():
-            row.ending = "stop"
-        elif len(handle.token_ids) >= row.params.max_tokens:
-            row.ending = "length"
-        return StepOutput(token, text, logprob, top, forced)
-
-    def _release(self, row: _Row, piece: str) -> tuple[str, bool]:
-        """The text that can be published after ``piece``, and whether a stop string ended it."""
-        before = len(row.full_text)
-        row.full_text += piece
-        if not row.params.stop:
-            row.released = len(row.full_text)
-            row.handle.text = row.full_text
-            return piece, False
-        full = row.full_text
-        search_from = max(0, before - row.max_stop + 1)
-        cut = min((i for i in (full.find(s, search_from) for s in row.params.stop) if i >= 0), default=-1)
-        if cut >= 0:
-            text = full[row.released : cut]
-            row.full_text = full[:cut]
-            row.released = cut
-            row.handle.text = row.full_text
-            return text, True
-        hold = 0
-        for stop in row.params.stop:
-            for k in range(min(len(stop) - 1, len(full)), hold, -1):
-                if full.endswith(stop[:k]):
-                    hold = k
-                    break
-        upto = max(row.released, len(full) - hold)
-        text = full[row.released : upto]
-        row.released = upto
-        row.handle.text = full[:upto]
-        return text, False
-
-    def _finish(
-        self,
-        row: _Row,
-        reason: str,
-        outputs: list[StepOutput],
-        error: BaseException | None = None,
-        *,
-        flush: bool = True,
-    ) -> None:
-        """End a request: publish its last outputs and its finish reason (once)."""
-        handle = row.handle
-        if handle.done:
-            return
-        outputs = list(outputs)
-        if flush and reason in ("stop", "length"):
-            tail = row.decoder.decode(b"", final=True)
-            text, stopped = self._release(row, tail) if tail or row.params.stop else ("", False)
-            if not stopped and row.released < len(row.full_text):
-                text += row.full_text[row.released :]
-                row.released = len(row.full_text)
-                handle.text = row.full_text
-            if text:
-                outputs.append(StepOutput(None, text))
-        with self._cond:
-            self._stats[f"finish:{reason}"] += 1
-        handle._publish(outputs, reason, error)
