@@ -15,6 +15,7 @@ from support import real_vocabs
 from tokensieve import GrammarCompiler, TokenizerInfo
 from tokensieve.compile.compiled_grammar import CompiledGrammar
 from tokensieve.compile.frame_walk import dfa_walk, load_kernel
+from tokensieve.compile.pushdown import CompiledPushdownGrammar
 
 
 @pytest.fixture(autouse=True)
@@ -32,6 +33,7 @@ def tekken() -> TokenizerInfo:
 CONSTRAINTS = {
     "regex_utf8": ("regex", r"[^\"\\]*\"(\w|é|日本)+\s?[0-9]{2,4}"),
     "regex_free_text": ("regex", r"[\s\S]{0,40}"),
+    "regex_dot": ("regex", r"[a-z]+: .*"),  # a state of the second kind of UTF-8 loop (all but U+2028, U+2029)
     "choices": ("choices", ["yes", "no", "maybe not", "日本語"]),  # no table: not the kernel's
     "schema_loose": (
         "schema",
@@ -42,6 +44,7 @@ CONSTRAINTS = {
                 "tags": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
                 "size": {"type": "number"},
                 "kind": {"enum": ["a", "b", "ç"]},
+                "line": {"type": "string", "pattern": "^.*$"},
             },
             "required": ["name"],
             "additionalProperties": False,  # else any JSON value: a rule network
@@ -72,6 +75,8 @@ def test_kernel_walk_equals_numpy_walk_on_every_state(tekken: TokenizerInfo, key
     if states.size > 400:
         rng = np.random.default_rng(7)
         states = np.unique(np.concatenate([rng.choice(states, 300, replace=False), np.flatnonzero(view.permissive)]))
+    if key in ("regex_dot", "schema_loose"):
+        assert (view.utf8_kind == 2).any()  # the shortcut the numpy walk does not take is there
     if view.trans is None:  # a choice list's edges only: walked by numpy
         assert dfa_walk(builder, view, compiled.start_state) is None
         return
@@ -129,3 +134,43 @@ def test_walks_use_the_specialisation_the_load_compiled(tekken: TokenizerInfo) -
     compiled = _compile(tekken, "regex_free_text")
     assert dfa_walk(compiled._builder, compiled.automaton, compiled.start_state) is not None
     assert len(_dfa_kernel.dfa_walk_kernel.signatures) == 1
+
+
+def _separator_vocab() -> TokenizerInfo:
+    """Every byte, and multi-byte tokens with and without the line separators U+2028 and U+2029 (the real
+    vocabularies here have none): where the two kinds of UTF-8 loop differ."""
+    words = ["\u2028", "a\u2029", "é\u2028x", "éa", "é日本", "日本", "ab: ", "x\u2028", "\u2029é", "ü"]
+    vocab = [b"", *(bytes([b]) for b in range(256)), *(w.encode() for w in words)]
+    return TokenizerInfo(vocab, stop_token_ids=[0], special_token_ids=[0])
+
+
+def test_kernel_walks_keep_out_the_line_separators_a_dot_refuses() -> None:
+    """Brute force on a vocabulary with line separators inside tokens, for a DFA (the DFA walk) and a
+    rule network (the frame walk, against the numpy walk, which never takes that shortcut)."""
+    info = _separator_vocab()
+    vocab = info.decoded_vocab
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_regex(r"[a-z]+: .*")
+    assert isinstance(compiled, CompiledGrammar)
+    view = compiled.automaton
+    assert (view.utf8_kind == 2).any()
+    for state in range(view.num_states):
+        mask = dfa_walk(compiled._builder, view, state)
+        assert mask is not None
+        bits = np.unpackbits(mask.view(np.uint8), bitorder="little")[: len(vocab)]
+        expected = [compiled.is_accepting(state) if t == 0 else compiled.step_bytes(state, data) >= 0
+                    for t, data in enumerate(vocab)]
+        assert bits.tolist() == [int(e) for e in expected], state
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^.*$"}}}
+    network = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema(schema, strict=False)
+    assert isinstance(network, CompiledPushdownGrammar)
+    assert (network._view().utf8_kind == 2).any()
+    numpy_walk = CompiledPushdownGrammar(network.network, info, network.limits)
+    numpy_walk.walk_kernel = False
+    state = network.step_bytes(network.start_state, b'{"a": "')
+    assert state >= 0
+    inside = numpy_walk.step_bytes(numpy_walk.start_state, b'{"a": "')
+    for prefix in (b"", b"\xc3\xa9", b"x", "日".encode()):
+        a, b = network.step_bytes(state, prefix), numpy_walk.step_bytes(inside, prefix)
+        assert np.array_equal(network.token_mask(a), numpy_walk.token_mask(b)), prefix
+        allowed = np.unpackbits(network.token_mask(a).view(np.uint8), bitorder="little")[: len(vocab)]
+        assert not any(allowed[t] for t, data in enumerate(vocab) if b"\xe2\x80\xa8" in data or b"\xe2\x80\xa9" in data)

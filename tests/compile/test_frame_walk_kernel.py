@@ -165,3 +165,18 @@ def test_walks_use_the_specialisation_the_load_compiled(tiny_info) -> None:
     compiled = GrammarCompiler(tiny_info, cache_enabled=False, precompute=True).compile_grammar(GRAMMARS["json"])
     assert isinstance(compiled, CompiledPushdownGrammar) and compiled.walk_kernel
     assert len(_frame_kernel.walk_kernel.signatures) == 1
+
+
+def test_strings_of_a_dot_pattern_same_masks_as_numpy_walk() -> None:
+    """A rule network whose string body loops over a ``pattern``'s ``.`` (every character but the line
+    separators): the kernel closes subtrees there that the numpy walk descends into; the same masks,
+    on Tekken's multilingual tokens, along a text that goes through the string."""
+    from support.real_vocabs import tekken_240911_json
+
+    info = TokenizerInfo.from_file(tekken_240911_json())
+    schema = {"type": "object", "properties": {"note": {"type": "string", "pattern": "^.*$"}}}
+    compiled = GrammarCompiler(info, precompute=False, cache_enabled=False).compile_json_schema(schema, strict=False)
+    assert isinstance(compiled, CompiledPushdownGrammar)
+    assert (compiled._view().utf8_kind == 2).any()  # the shortcut this test is for is there to take
+    text = '{"note": "Zoë says 日本語 and \\u2028 is escaped", "other": [1, "x"]}'.encode()
+    assert _compare_walks(info, compiled, seed=5, walks=2, steps=10, texts=(text,)) >= 20

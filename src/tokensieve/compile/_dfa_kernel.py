@@ -10,8 +10,9 @@ node reached in DFA state ``q`` allows the tokens that end there, and each
 child is entered in the state its byte leads to (none: the subtree is cut).
 One shortcut, the subtree closure of :mod:`.token_masks`: a state that loops
 on every byte below its node (the bytes 0x80-0xFF counted for a state that
-takes every well-formed UTF-8 character back to itself, below nodes whose
-tokens are well-formed) allows the node's whole subtree at once. A node is
+takes every well-formed UTF-8 character back to itself, or every one but the
+line separators, below nodes whose tokens are all such characters) allows the
+node's whole subtree at once. A node is
 reached along one path, so the stack never holds more entries than the trie
 has nodes; the cost is the nodes visited, a few nanoseconds each.
 """
@@ -46,9 +47,10 @@ def dfa_walk_kernel(  # pragma: no cover - compiled
 
     ``trans`` is the flattened ``int32 (S * 256)`` transition table (-1: no
     transition); ``loops``, ``has_loop`` and ``utf8`` are the automaton's
-    loop bytes as :class:`~tokensieve.compile.automaton_view.AutomatonView`
-    has them; the trie arrays are those of
-    :func:`~tokensieve.compile.frame_walk.trie_arrays`. ``stack_node`` and
+    ``kernel_loops``, ``has_loop`` and ``utf8_kind`` (see
+    :class:`~tokensieve.compile.automaton_view.AutomatonView`); the trie
+    arrays are those of :func:`~tokensieve.compile.frame_walk.trie_arrays`
+    (``utf8_ok``: a row per kind of UTF-8 loop). ``stack_node`` and
     ``stack_state`` hold at least as many entries as the trie has nodes.
     Returns the number of trie nodes visited (the walk's work).
     """
@@ -72,7 +74,8 @@ def dfa_walk_kernel(  # pragma: no cover - compiled
                 | (sub_bytes[node, 3] & ~loops[q, 3])
             )
             if outside == 0:
-                closed = not (utf8[q] and not utf8_ok[node] and (sub_bytes[node, 2] | sub_bytes[node, 3]) != 0)
+                kind = utf8[q]
+                closed = not (kind and not utf8_ok[kind - 1, node] and (sub_bytes[node, 2] | sub_bytes[node, 3]) != 0)
         end = token_hi[node] if closed else token_mid[node]
         for t in range(token_lo[node], end):
             tok = sorted_tokens[t]

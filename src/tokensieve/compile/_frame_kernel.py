@@ -390,7 +390,8 @@ def walk_kernel(  # noqa: C901 - one walk, kept whole for the compiler  # pragma
                                 | (sub_bytes[node, 3] & ~loops[q, 3])
                             ) != 0:
                                 continue
-                            if utf8[q] and not utf8_ok[node] and (sub_bytes[node, 2] | sub_bytes[node, 3]) != 0:
+                            kind = utf8[q]
+                            if kind and not utf8_ok[kind - 1, node] and (sub_bytes[node, 2] | sub_bytes[node, 3]) != 0:
                                 continue
                             closed = True
                             break

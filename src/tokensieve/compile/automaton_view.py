@@ -15,7 +15,7 @@ import numpy as np
 from .._arrays import concat_ranges as _ranges
 from ..automata.blank_chains import IS_BLANK, BlankChains, CopyRows
 from .char_chains import PLAIN_SET, chain_lengths, class_chains
-from .utf8_closure import HIGH_BYTES, utf8_closed_states
+from .utf8_closure import HIGH_BYTES, UTF8_DOT_TABLE, utf8_closed_states
 
 if TYPE_CHECKING:
     from ..automata import ByteDFA
@@ -118,6 +118,13 @@ class AutomatonView:
         the inside of a free JSON string. Below a trie node whose tokens are all
         well-formed UTF-8 from a character boundary, their high bytes count as
         loop bytes for the subtree closure.
+    utf8_kind, kernel_loops : numpy.ndarray
+        For the JIT kernels' subtree closure only: ``int8 (S,)``, 1 for the
+        :attr:`utf8` states, 2 for those that take every character but the line
+        separators U+2028 and U+2029 back to themselves (a ``pattern``'s ``.``),
+        0 for the others; and :attr:`loops` with the high bytes of both kinds
+        (the same array when there is no state of kind 2). The numpy walk knows
+        kind 1 only: a shortcut it does not take gives it the same masks.
     permissive : numpy.ndarray
         ``bool (S,)``: states that loop on at least :data:`PERMISSIVE_LOOP_BYTES`
         bytes or leave on at least :data:`PERMISSIVE_OUT_BYTES`; their masks are
@@ -182,6 +189,7 @@ class AutomatonView:
         # states that take every UTF-8 character back to themselves (inside a free string):
         # their loop set gains the bytes 0x80-0xFF, valid only below nodes whose tokens are well-formed
         self.utf8 = np.zeros(s, dtype=bool)
+        cand = np.zeros(0, dtype=np.int64)  # the looping states that read every lead byte, but the utf8 ones
         if self.trans is not None and self.has_loops:
             trans = self.trans
             lead = trans.take(np.flatnonzero(self.has_loop) * 256 + 0xC2)
@@ -190,7 +198,17 @@ class AutomatonView:
             if cand.size:
                 self.utf8[cand] = utf8_closed_states(trans.reshape(s, 256), cand)
                 self.loops[self.utf8] |= HIGH_BYTES
+                cand = cand[~self.utf8[cand]]
         self.has_utf8 = bool(self.utf8.any())
+        self.utf8_kind = self.utf8.astype(np.int8)
+        self.kernel_loops = self.loops
+        if cand.size:
+            assert self.trans is not None
+            dot = cand[utf8_closed_states(self.trans.reshape(s, 256), cand, UTF8_DOT_TABLE)]
+            if dot.size:
+                self.utf8_kind[dot] = 2
+                self.kernel_loops = self.loops.copy()
+                self.kernel_loops[dot] |= HIGH_BYTES
         self.not_loop = ~self.loops
         # subtree closure: by the loop bytes of a looping state, by its class chain for the others
         self.closes = self.has_loop

@@ -12,8 +12,9 @@ distinct, so an ambiguous grammar does not multiply paths.
 
 Every token whose bytes a path reads to the end is allowed. A configuration
 whose state loops on every byte below its node (counting well-formed UTF-8
-characters as loop bytes for a state that takes each back to itself) allows
-the whole subtree at once, and the walk does not descend there: the calls,
+characters as loop bytes for a state that takes each back to itself, or each
+but the line separators U+2028 and U+2029, as a ``pattern``'s ``.`` does)
+allows the whole subtree at once, and the walk does not descend there: the calls,
 returns and escape nodes it would meet below could only add tokens below the
 node, all allowed already.
 
@@ -38,6 +39,7 @@ import numpy as np
 
 from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
+from .utf8_closure import UTF8_DOT_TABLE, utf8_subtree_ok
 
 if TYPE_CHECKING:
     from .automaton_view import AutomatonView
@@ -100,19 +102,19 @@ def _load() -> None:
     # one walk of a one-state automaton over a one-node trie, with the argument types of real walks
     one = np.zeros(1, dtype=np.int64)
     dfa_kernel(_read_only(np.full(256, -1, dtype=np.int32)), np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=bool),
-               np.zeros(1, dtype=bool), 0, np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2,
-               *(one,) * 3, np.zeros((1, 4), dtype=np.uint64), np.ones(1, dtype=bool), np.zeros(0, dtype=np.int64),
+               np.zeros(1, dtype=np.int8), 0, np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2,
+               *(one,) * 3, np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool), np.zeros(0, dtype=np.int64),
                np.zeros(1, dtype=np.uint32), one.copy(), one.copy())
     _DFA_KERNEL.append(dfa_kernel)
 
     kernel = cast("Callable[..., tuple[int, int]]", walk_kernel)
     # one walk of a one-state network over a one-node trie, with the argument types of real walks
     tables = FrameTables(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool), [()],
-                         np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=bool))
+                         np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=np.int8))
     space = Workspace(1)
     space.fit(tables)
     trie = (np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2, *(one,) * 3,
-            np.zeros((1, 4), dtype=np.uint64), np.ones(1, dtype=bool), np.zeros(0, dtype=np.int64),
+            np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool), np.zeros(0, dtype=np.int64),
             np.zeros((1, 4), dtype=np.uint64))
     kernel(*_tables_args(tables), *trie, one.copy(), np.zeros(0, dtype=np.int64), one.copy(), 1, 0,
            np.zeros((1, 1), dtype=np.uint32), np.zeros(1, dtype=np.int64), space.seen_call, space.seen_set, 1,
@@ -149,9 +151,10 @@ class FrameTables:
         (return state -1: a tail call).
     loops, utf8
         ``uint64 (S, 4)`` loop bytes of each state (the bytes 0x80-0xFF
-        included for ``utf8`` states) and ``bool (S,)``: the states that take
-        every well-formed UTF-8 character back to themselves (see
-        :class:`~tokensieve.compile.token_masks.AutomatonView`).
+        included for ``utf8`` states) and ``int8 (S,)``: the states that take
+        every well-formed UTF-8 character back to themselves (1), or every one
+        but the line separators (2), as the :attr:`~tokensieve.compile.automaton_view.AutomatonView.kernel_loops`
+        and :attr:`~tokensieve.compile.automaton_view.AutomatonView.utf8_kind` of the automaton.
     """
 
     def __init__(
@@ -173,7 +176,7 @@ class FrameTables:
         self.special = self.accept | (sizes > 0)
         self.loops = np.ascontiguousarray(loops, dtype=np.uint64)
         self.has_loop = (self.loops != 0).any(axis=1)
-        self.utf8 = np.ascontiguousarray(utf8, dtype=np.bool_)
+        self.utf8 = np.ascontiguousarray(utf8, dtype=np.int8)
 
     @property
     def nbytes(self) -> int:
@@ -209,7 +212,9 @@ def trie_arrays(builder: TokenMaskBuilder) -> tuple[np.ndarray, ...]:
             trie.token_mid.astype(np.int64),
             trie.token_hi.astype(np.int64),
             np.ascontiguousarray(trie.subtree_bytes, dtype=np.uint64),
-            np.array(builder.utf8_ok, dtype=np.bool_),  # writable, as in the warm-up of _load: one specialisation
+            # per kind of UTF-8 loop (see AutomatonView.utf8_kind), the nodes below which it closes a subtree
+            # (writable, as in the warm-up of _load: one specialisation)
+            np.array([builder.utf8_ok, utf8_subtree_ok(trie, UTF8_DOT_TABLE)], dtype=np.bool_),
             trie.sorted_tokens.astype(np.int64),
             _child_bits(trie.child_start, trie.node_byte[ids], trie.num_nodes),
         )
@@ -431,7 +436,7 @@ def dfa_walk(builder: TokenMaskBuilder, automaton: AutomatonView, state: int) ->
         stacks = per_thread.stacks = (np.zeros(num_nodes, dtype=np.int64), np.zeros(num_nodes, dtype=np.int64))
     mask = friendly_zeros(builder.num_words, np.uint32)
     work = _DFA_KERNEL[0](
-        _read_only(trans), automaton.loops, automaton.has_loop, automaton.utf8, int(state),
+        _read_only(trans), automaton.kernel_loops, automaton.has_loop, automaton.utf8_kind, int(state),
         *trie_arrays(builder)[:9], mask, *stacks,
     )
     builder.add_work(int(work))

@@ -353,7 +353,7 @@ class StackWalks:
         if tables is None:
             view = self._view()
             tables = self._tables_cache = FrameTables(
-                self._gtrans, np.array(self._gaccept, dtype=bool), self._gcalls, view.loops, view.utf8
+                self._gtrans, np.array(self._gaccept, dtype=bool), self._gcalls, view.kernel_loops, view.utf8_kind
             )
         return tables
 

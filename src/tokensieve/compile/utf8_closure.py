@@ -24,7 +24,16 @@ import numpy as np
 
 from ..vocab.trie import TokenTrie
 
-__all__ = ["UTF8_TABLE", "HIGH_BYTES", "utf8_subtree_ok", "utf8_node_states", "utf8_node_steps", "is_utf8_closed", "utf8_closed_states"]
+__all__ = [
+    "HIGH_BYTES",
+    "UTF8_DOT_TABLE",
+    "UTF8_TABLE",
+    "is_utf8_closed",
+    "utf8_closed_states",
+    "utf8_node_states",
+    "utf8_node_steps",
+    "utf8_subtree_ok",
+]
 
 
 def _canonical_table() -> np.ndarray:
@@ -58,32 +67,59 @@ def _canonical_table() -> np.ndarray:
 #: The canonical UTF-8 byte automaton (``int8 (8, 256)``, -1: ill-formed).
 UTF8_TABLE = _canonical_table()
 
+
+def _dot_table() -> np.ndarray:
+    """Well-formed UTF-8 but the line separators U+2028 and U+2029 (``E2 80 A8``, ``E2 80 A9``).
+
+    The characters a regular expression's ``.`` matches beyond ASCII (its other
+    line terminators are ASCII), so a string state of a ``pattern`` such as
+    ``^.*$`` loops over this set. The states of :data:`UTF8_TABLE`, and 8 after
+    ``E2`` (next 80-BF), 9 after ``E2 80`` (next 80-BF but A8, A9).
+    """
+    t = np.full((10, 256), -1, dtype=np.int8)
+    t[:8] = UTF8_TABLE
+    t[0, 0xE2] = 8
+    t[8, 0x80] = 9
+    t[8, 0x81:0xC0] = 1
+    t[9, 0x80:0xC0] = 0
+    t[9, 0xA8:0xAA] = -1
+    t.setflags(write=False)
+    return t
+
+
+#: :data:`UTF8_TABLE` without U+2028 and U+2029 (``int8 (10, 256)``), see :func:`_dot_table`.
+UTF8_DOT_TABLE = _dot_table()
+
 #: 256-bit set (``uint64 (4,)``) of the bytes 0x80-0xFF.
 HIGH_BYTES = np.array([0, 0, (1 << 64) - 1, (1 << 64) - 1], dtype=np.uint64)
 
-_SUBTREE_OK: dict[int, tuple[TokenTrie, np.ndarray]] = {}
-_NODE_STATES: dict[int, tuple[TokenTrie, np.ndarray]] = {}
+_SUBTREE_OK: dict[tuple[int, int], tuple[TokenTrie, np.ndarray]] = {}
+_NODE_STATES: dict[tuple[int, int], tuple[TokenTrie, np.ndarray]] = {}
 _NODE_STEPS: dict[int, tuple[TokenTrie, tuple[np.ndarray, np.ndarray]]] = {}
 
 
-def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
+def utf8_subtree_ok(trie: TokenTrie, table: np.ndarray = UTF8_TABLE) -> np.ndarray:
     """Per trie node: the path to it ends on a character boundary and every token below is well-formed.
 
     Parameters
     ----------
     trie
         The token trie.
+    table
+        What well-formed means: :data:`UTF8_TABLE`, or :data:`UTF8_DOT_TABLE`
+        (no line separators either).
 
     Returns
     -------
     numpy.ndarray
         ``bool (num_nodes,)``, computed once per trie and kept.
     """
-    hit = _SUBTREE_OK.get(id(trie))
+    key = (id(trie), id(table))
+    hit = _SUBTREE_OK.get(key)
     if hit is not None and hit[0] is trie:
         return hit[1]
     n = trie.num_nodes
-    state = utf8_node_states(trie)
+    state = utf8_node_states(trie, table)
     bad = np.concatenate([[0], np.cumsum(state < 0)])
     end = trie.subtree_end.astype(np.int64)
     ok_all = (bad[end] - bad[np.arange(n)]) == 0
@@ -91,18 +127,19 @@ def utf8_subtree_ok(trie: TokenTrie) -> np.ndarray:
     result.setflags(write=False)
     if len(_SUBTREE_OK) > 8:
         _SUBTREE_OK.clear()
-    _SUBTREE_OK[id(trie)] = (trie, result)
+    _SUBTREE_OK[key] = (trie, result)
     return result
 
 
-def utf8_node_states(trie: TokenTrie) -> np.ndarray:
-    """Per trie node, the state of the canonical UTF-8 automaton after the node's path.
+def utf8_node_states(trie: TokenTrie, table: np.ndarray = UTF8_TABLE) -> np.ndarray:
+    """Per trie node, the state of the canonical UTF-8 automaton (or ``table``) after the node's path.
 
     ``int8 (num_nodes,)``: 0 on a character boundary, 1 to 7 inside a character
     (see :data:`UTF8_TABLE`), -1 once the path is not well-formed. Computed once
     per trie and kept.
     """
-    hit = _NODE_STATES.get(id(trie))
+    key = (id(trie), id(table))
+    hit = _NODE_STATES.get(key)
     if hit is not None and hit[0] is trie:
         return hit[1]
     n = trie.num_nodes
@@ -117,12 +154,12 @@ def utf8_node_states(trie: TokenTrie) -> np.ndarray:
         ps = state[parent[nodes]].astype(np.int64)
         ok = ps >= 0
         nxt = np.full(nodes.size, -1, dtype=np.int8)
-        nxt[ok] = UTF8_TABLE[ps[ok], byte[nodes[ok]]]
+        nxt[ok] = table[ps[ok], byte[nodes[ok]]]
         state[nodes] = nxt
     state.setflags(write=False)
     if len(_NODE_STATES) > 8:
         _NODE_STATES.clear()
-    _NODE_STATES[id(trie)] = (trie, state)
+    _NODE_STATES[key] = (trie, state)
     return state
 
 
@@ -147,13 +184,15 @@ def utf8_node_steps(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray]:
     return starts, steps
 
 
-def utf8_closed_states(table: np.ndarray, states: np.ndarray) -> np.ndarray:
+def utf8_closed_states(table: np.ndarray, states: np.ndarray, canonical: np.ndarray = UTF8_TABLE) -> np.ndarray:
     """:func:`is_utf8_closed` for several states of one table at once (``bool`` per state).
 
     The same search, one level per UTF-8 position for all the states together:
     a (state, position) pair must read exactly the bytes that continue a
     well-formed character (only the non-ASCII ones at a character's start),
     return to its origin at a character's end, and reach at most 64 pairs.
+    ``canonical`` says which characters: :data:`UTF8_TABLE` (all), or
+    :data:`UTF8_DOT_TABLE` (all but the line separators).
     """
     states = np.asarray(states, dtype=np.int64)
     ok = np.ones(states.size, dtype=bool)
@@ -165,7 +204,7 @@ def utf8_closed_states(table: np.ndarray, states: np.ndarray) -> np.ndarray:
     at, pos = states.copy(), np.zeros(states.size, dtype=np.int64)
     while origin.size:
         rows = table.take(at, axis=0).astype(np.int64)
-        cu = UTF8_TABLE.take(pos, axis=0).astype(np.int64)
+        cu = canonical.take(pos, axis=0).astype(np.int64)
         span = np.where((pos == 0)[:, None], upper[None, :], True)
         valid = (cu >= 0) & span
         bad = ((rows >= 0) & ~valid & span).any(axis=1)
