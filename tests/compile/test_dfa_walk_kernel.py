@@ -133,7 +133,9 @@ def test_walks_use_the_specialisation_the_load_compiled(tekken: TokenizerInfo) -
 
     compiled = _compile(tekken, "regex_free_text")
     assert dfa_walk(compiled._builder, compiled.automaton, compiled.start_state) is not None
+    assert dfa_walk(compiled._builder, compiled.automaton, compiled.start_state, aside=True) is not None
     assert len(_dfa_kernel.dfa_walk_kernel.signatures) == 1
+    assert len(_dfa_kernel.dfa_walk_kernel_gil.signatures) == 1
 
 
 def _separator_vocab() -> TokenizerInfo:

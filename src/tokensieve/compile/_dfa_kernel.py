@@ -43,6 +43,58 @@ def dfa_walk_kernel(  # pragma: no cover - compiled
     stack_node: np.ndarray,
     stack_state: np.ndarray,
 ) -> int:
+    """:func:`_walk` without the GIL: for threads that walk beside decoding."""
+    return _walk(trans, loops, has_loop, utf8, origin, child_start, child_ids, child_byte, token_lo, token_mid,
+                 token_hi, sub_bytes, utf8_ok, sorted_tokens, mask, stack_node, stack_state)
+
+
+@njit(cache=True)
+def dfa_walk_kernel_gil(  # pragma: no cover - compiled
+    trans: np.ndarray,
+    loops: np.ndarray,
+    has_loop: np.ndarray,
+    utf8: np.ndarray,
+    origin: int,
+    child_start: np.ndarray,
+    child_ids: np.ndarray,
+    child_byte: np.ndarray,
+    token_lo: np.ndarray,
+    token_mid: np.ndarray,
+    token_hi: np.ndarray,
+    sub_bytes: np.ndarray,
+    utf8_ok: np.ndarray,
+    sorted_tokens: np.ndarray,
+    mask: np.ndarray,
+    stack_node: np.ndarray,
+    stack_state: np.ndarray,
+) -> int:
+    """:func:`_walk` holding the GIL: for a decoding step, which would otherwise wait to take the GIL
+    back from a thread walking ahead (up to the interpreter's switch interval) after a walk of a few
+    microseconds."""
+    return _walk(trans, loops, has_loop, utf8, origin, child_start, child_ids, child_byte, token_lo, token_mid,
+                 token_hi, sub_bytes, utf8_ok, sorted_tokens, mask, stack_node, stack_state)
+
+
+@njit(cache=True, inline="always")
+def _walk(  # pragma: no cover - compiled
+    trans: np.ndarray,
+    loops: np.ndarray,
+    has_loop: np.ndarray,
+    utf8: np.ndarray,
+    origin: int,
+    child_start: np.ndarray,
+    child_ids: np.ndarray,
+    child_byte: np.ndarray,
+    token_lo: np.ndarray,
+    token_mid: np.ndarray,
+    token_hi: np.ndarray,
+    sub_bytes: np.ndarray,
+    utf8_ok: np.ndarray,
+    sorted_tokens: np.ndarray,
+    mask: np.ndarray,
+    stack_node: np.ndarray,
+    stack_state: np.ndarray,
+) -> int:
     """Set in ``mask`` (``uint32`` words, zeroed by the caller) the tokens DFA state ``origin`` allows.
 
     ``trans`` is the flattened ``int32 (S * 256)`` transition table (-1: no

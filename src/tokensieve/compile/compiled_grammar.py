@@ -216,6 +216,12 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
             self._cache.store(state, mask, friendly=True)
             return mask
         rep = self._shared_with(state)
+        if rep is not None and rep != state and not self.automaton.permissive[state]:
+            mask = dfa_walk(self._builder, self.automaton, state)
+            if mask is not None:  # a restrictive state's own walk: fewer nodes than its long tokens' recheck
+                mask.setflags(write=False)
+                self._cache.store(state, mask)
+                return mask
         if rep is not None:
             assert self._transitions is not None
             base = self.token_mask(rep)
@@ -456,7 +462,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         view = self.automaton
 
         def walk(chunk: np.ndarray) -> None:
-            if view.permissive[chunk[0]] and self._walk_alone(chunk):
+            if view.permissive[chunk[0]] and self._walk_alone(chunk, aside):
                 pass  # each walked by the kernel (a chunk is all permissive states or none)
             else:
                 self._cache.add_batch(self._builder.compute(view, chunk, max_frontier=_MAX_FRONTIER))
@@ -466,16 +472,16 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         size = _PRECOMPUTE_BATCH if budget is None else _ASIDE_BATCH if aside else _BUDGETED_BATCH
         return walk_in_chunks(todo, view.permissive, (size, _PREFETCH_PERMISSIVE), walk, budget)
 
-    def _walk_alone(self, states: np.ndarray) -> bool:
+    def _walk_alone(self, states: np.ndarray, aside: bool) -> bool:
         """Walk each of ``states`` by the kernel (:func:`~tokensieve.compile.frame_walk.dfa_walk`) and keep
         its packed mask; False, walking none, while the kernel is not there.
 
         For permissive states: their masks are packed whatever walks them, and
-        the kernel walks one in about a tenth of the numpy walk's time, without
-        the interpreter lock (a decoding thread runs meanwhile).
+        the kernel walks one in about a tenth of the numpy walk's time, and,
+        ``aside``, without the interpreter lock (a decoding thread runs meanwhile).
         """
         for state in states.tolist():
-            mask = dfa_walk(self._builder, self.automaton, state)
+            mask = dfa_walk(self._builder, self.automaton, state, aside)
             if mask is None:
                 return False
             mask.setflags(write=False)

@@ -61,7 +61,7 @@ _SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref
 
 
 _KERNEL: list[Callable[..., tuple[int, int]]] = []  # the loaded kernel, once it is
-_DFA_KERNEL: list[Callable[..., int]] = []  # and the DFA walk's (:mod:`._dfa_kernel`), loaded with it
+_DFA_KERNEL: list[Callable[..., int]] = []  # and the DFA walk's (:mod:`._dfa_kernel`): without, with the GIL
 _DFA_SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
 _LOADER: list[threading.Thread] = []
 _LOADER_LOCK = threading.Lock()
@@ -95,17 +95,18 @@ def load_kernel() -> None:
 
 
 def _load() -> None:
-    from ._dfa_kernel import dfa_walk_kernel  # numba: imported on the first walk of a rule network only
+    from ._dfa_kernel import dfa_walk_kernel, dfa_walk_kernel_gil  # numba: imported on the first walk only
     from ._frame_kernel import walk_kernel
 
-    dfa_kernel = cast("Callable[..., int]", dfa_walk_kernel)
+    dfa_kernels = [cast("Callable[..., int]", k) for k in (dfa_walk_kernel, dfa_walk_kernel_gil)]
     # one walk of a one-state automaton over a one-node trie, with the argument types of real walks
     one = np.zeros(1, dtype=np.int64)
-    dfa_kernel(_read_only(np.full(256, -1, dtype=np.int32)), np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=bool),
-               np.zeros(1, dtype=np.int8), 0, np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2,
-               *(one,) * 3, np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool), np.zeros(0, dtype=np.int64),
-               np.zeros(1, dtype=np.uint32), one.copy(), one.copy())
-    _DFA_KERNEL.append(dfa_kernel)
+    for dfa_kernel in dfa_kernels:
+        dfa_kernel(_read_only(np.full(256, -1, dtype=np.int32)), np.zeros((1, 4), dtype=np.uint64),
+                   np.zeros(1, dtype=bool), np.zeros(1, dtype=np.int8), 0, np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2,
+                   *(one,) * 3, np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool),
+                   np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.uint32), one.copy(), one.copy())
+    _DFA_KERNEL.extend(dfa_kernels)
 
     kernel = cast("Callable[..., tuple[int, int]]", walk_kernel)
     # one walk of a one-state network over a one-node trie, with the argument types of real walks
@@ -398,7 +399,9 @@ def frame_walks(
     return out
 
 
-def dfa_walk(builder: TokenMaskBuilder, automaton: AutomatonView, state: int) -> np.ndarray | None:
+def dfa_walk(
+    builder: TokenMaskBuilder, automaton: AutomatonView, state: int, aside: bool = False
+) -> np.ndarray | None:
     """The packed mask of DFA state ``state`` from one depth-first walk in the JIT kernel, or None.
 
     The same tokens as :meth:`~tokensieve.compile.token_masks.TokenMaskBuilder.compute`
@@ -418,6 +421,9 @@ def dfa_walk(builder: TokenMaskBuilder, automaton: AutomatonView, state: int) ->
         The automaton's walk arrays.
     state
         The state whose mask to compute.
+    aside
+        Called from a thread beside decoding: the kernel lets go of the GIL
+        (a decoding step holds it through its walk instead).
 
     Returns
     -------
@@ -435,7 +441,7 @@ def dfa_walk(builder: TokenMaskBuilder, automaton: AutomatonView, state: int) ->
         num_nodes = int(builder.trie.num_nodes)
         stacks = per_thread.stacks = (np.zeros(num_nodes, dtype=np.int64), np.zeros(num_nodes, dtype=np.int64))
     mask = friendly_zeros(builder.num_words, np.uint32)
-    work = _DFA_KERNEL[0](
+    work = _DFA_KERNEL[0 if aside else 1](
         _read_only(trans), automaton.kernel_loops, automaton.has_loop, automaton.utf8_kind, int(state),
         *trie_arrays(builder)[:9], mask, *stacks,
     )
