@@ -165,6 +165,7 @@ def test_the_first_walks_ahead_run_before_compile_returns(tiny_info, monkeypatch
     """With room for all of them before returning, a small automaton's walks are all done by then,
     as without the thread; with room for part, the thread walks the rest, to the same states."""
     queued: list[int] = []
+    monkeypatch.setattr(compiler_module, "kernel_ready", lambda: False)  # loaded, it takes the walks all aside
     monkeypatch.setattr(background, "submit", lambda grammar, s, w: queued.append(w))
     monkeypatch.setattr(compiler_module, "_BEFORE_RETURN_WORK", 10**9)
     whole = _compiler(tiny_info, auto_precompute_work=None).compile_regex(_LOOPS)
@@ -176,6 +177,7 @@ def test_the_first_walks_ahead_run_before_compile_returns(tiny_info, monkeypatch
     for s in range(eager.num_states):
         np.testing.assert_array_equal(whole.token_mask(s), eager.token_mask(s))
     monkeypatch.undo()
+    monkeypatch.setattr(compiler_module, "kernel_ready", lambda: False)
     monkeypatch.setattr(compiler_module, "_BEFORE_RETURN_WORK", 1000)
     at_return: list[np.ndarray] = []
     submit = background.submit
@@ -190,3 +192,34 @@ def test_the_first_walks_ahead_run_before_compile_returns(tiny_info, monkeypatch
     assert len(at_return) == 1 and 1 < at_return[0].sum() < part._known.sum()  # walked before, then aside
     for s in range(eager.num_states):
         np.testing.assert_array_equal(part.token_mask(s), eager.token_mask(s))
+
+
+def test_with_the_kernel_a_permissive_automaton_returns_after_its_first_mask(tiny_info, monkeypatch) -> None:
+    """With the JIT kernel loaded, the analyses and walks ahead of a permissive automaton all go to the
+    thread: compile returns with the start state's mask alone; masks asked for meanwhile (walked on their
+    own) and those the thread walks equal the eager ones."""
+    from tokensieve.compile.frame_walk import load_kernel
+
+    load_kernel()
+    at_return: list[tuple[np.ndarray, bool, int | None]] = []
+    submit = background.submit
+
+    def noted(grammar, budget_s, work):
+        at_return.append((grammar._known.copy(), grammar._reps_done, work))
+        submit(grammar, budget_s, work)
+
+    monkeypatch.setattr(background, "submit", noted)
+    longer = "".join(f"[\\x{0x41 + i % 20:02x}-\\x{0x55 + i % 20:02x}]+{i % 10}" for i in range(150))
+    aside = _compiler(tiny_info, auto_precompute_work=5000).compile_regex(longer)
+    assert isinstance(aside, CompiledGrammar) and aside.automaton.is_permissive
+    assert len(at_return) == 1
+    known, reps_done, work = at_return[0]
+    assert known.sum() == 1 and known[aside.start_state] and not reps_done and work == 5000
+    eager = GrammarCompiler(tiny_info, precompute=True, cache_enabled=False).compile_regex(longer)
+    assert aside.num_states == eager.num_states > 256  # large enough for classes of states sharing a mask
+    for s in range(0, eager.num_states, 7):  # some while the thread walks, maybe before its classes are known
+        np.testing.assert_array_equal(aside.token_mask(s), eager.token_mask(s))
+    assert background.wait_idle(60)
+    assert aside._reps_done
+    for s in range(eager.num_states):
+        np.testing.assert_array_equal(aside.token_mask(s), eager.token_mask(s))

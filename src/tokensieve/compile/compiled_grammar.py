@@ -215,6 +215,12 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
             mask.setflags(write=False)
             self._cache.store(state, mask, friendly=True)
             return mask
+        if not self._reps_done:  # the classes sharing masks are not known yet (see prepare): the state's own walk
+            mask = dfa_walk(self._builder, self.automaton, state)
+            if mask is not None:
+                mask.setflags(write=False)
+                self._cache.store(state, mask)
+                return mask
         rep = self._shared_with(state)
         if rep is not None and rep != state and not self.automaton.permissive[state]:
             mask = dfa_walk(self._builder, self.automaton, state)
@@ -318,7 +324,7 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
 
     def _fill_sparse(self, state: int, row: np.ndarray) -> bool:
         """Write ``state``'s mask into ``row`` if it waits as a short token list, and keep that list merged."""
-        if self._shared_with(state) is not None:
+        if self._reps_done and self._shared_with(state) is not None:
             return False  # a class's mask with the long tokens rechecked: see token_mask
         batch, index = self._cache.batch_entry(state)
         if batch is None or not batch.listed(index) or batch.pairs(index) > _SPARSE_PAIRS:
@@ -390,8 +396,13 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
             self._view = view
         return view
 
-    def prepare(self) -> None:
+    def prepare(self, shared_classes: bool = True) -> None:
         """Do now the grammar-wide analyses that lazy masks rely on, so no decoding step pays for them.
+
+        ``shared_classes=False`` leaves out the classes of states sharing a
+        mask and the chain lengths: with the JIT kernel loaded, a mask needed
+        before they are known is walked on its own (see :meth:`token_mask`),
+        and the walks ahead find them in the background.
 
         For a large automaton: which states share the mask of their short
         tokens (:mod:`~tokensieve.compile.shared_masks`); for one with a table:
@@ -401,9 +412,10 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         Tens of milliseconds for a 100k-state schema automaton; otherwise done
         on the first miss that needs them.
         """
-        self._representatives()
-        if self._transitions is not None:
-            self.automaton.chains  # noqa: B018 - built and kept by the view
+        if shared_classes:
+            self._representatives()
+            if self._transitions is not None:
+                self.automaton.chains  # noqa: B018 - built and kept by the view
         self._unit_needs  # noqa: B018 - the units' counts, once per process and vocabulary
 
     def precompute(

@@ -27,7 +27,7 @@ from ..limits import Limits
 from . import background
 from .compiled_grammar import CompiledGrammar
 from .disk_cache import DiskCache, cache_key
-from .frame_walk import trie_arrays
+from .frame_walk import kernel_ready, trie_arrays
 from .pushdown import CompiledPushdownGrammar
 from .vocab_cache import mask_builder_for
 
@@ -72,12 +72,17 @@ class GrammarCompiler:
         string, or leaves on most bytes, like ``.``: such masks are large and
         each costs a walk of its own). Otherwise the grammar-wide tables of
         shared masks (which states share the mask of their short tokens, the
-        chain lengths) are built at compile time, and then the masks of one
-        state per class of states sharing a mask, restrictive states first,
-        until ``auto_precompute_work`` is done (or, on a slow or busy
-        machine, ``auto_precompute_budget_s`` has gone); the states left are
-        computed on first use, and the other states of a class derive their
-        mask from their class's on first use (tens of microseconds).
+        chain lengths) are built, and then the masks of one state per class
+        of states sharing a mask, restrictive states first, until
+        ``auto_precompute_work`` is done (or, on a slow or busy machine,
+        ``auto_precompute_budget_s`` has gone); the states left are computed
+        on first use, and the other states of a class derive their mask from
+        their class's on first use (tens of microseconds). With
+        ``precompute_in_background`` and the JIT kernel loaded, all of that
+        runs in the background thread and compile returns with the first
+        mask: a mask needed before the thread has it is walked on its own by
+        the kernel (its cost bounded by the trie's size); without the kernel,
+        the first part of the walks runs before compile returns.
     auto_precompute_max_states
         The ``"auto"`` threshold for computing every state's mask (a batched
         walk of a few thousand restrictive states costs a few milliseconds).
@@ -483,10 +488,13 @@ class GrammarCompiler:
             ):
                 compiled.precompute()
             else:
-                compiled.prepare()
+                # with the kernel loaded, a mask first needed while decoding costs one walk of its own
+                # (at most the trie's size): the analyses and walks ahead all go beside decoding
+                aside = self._precompute_ahead and self.precompute_in_background and kernel_ready()
+                compiled.prepare(shared_classes=not aside)
                 compiled.token_mask(compiled.start_state)
                 if self._precompute_ahead:
-                    self._walk_ahead(compiled, self.auto_precompute_work)
+                    self._walk_ahead(compiled, self.auto_precompute_work, first=0 if aside else None)
         logger.info(
             "compiled %s grammar: %d states in %.2f ms",
             key[0],
@@ -498,15 +506,24 @@ class GrammarCompiler:
         return compiled
 
     def _walk_ahead(
-        self, compiled: CompiledGrammar | CompiledPushdownGrammar, work: int | None, scale: int = 1
+        self,
+        compiled: CompiledGrammar | CompiledPushdownGrammar,
+        work: int | None,
+        scale: int = 1,
+        first: int | None = None,
     ) -> None:
         """The ``"auto"`` walks of ``compiled`` within ``work`` and the time bound: the first
-        ``_BEFORE_RETURN_WORK * scale`` now, and the rest aside (or all now)."""
+        ``first`` units (default ``_BEFORE_RETURN_WORK * scale``) now, and the rest aside (or all now)."""
         seconds = self.auto_precompute_budget_s
         if not self.precompute_in_background:
             compiled.precompute(budget_s=seconds, budget_work=work)
             return
-        now = _BEFORE_RETURN_WORK * scale if work is None else min(work, _BEFORE_RETURN_WORK * scale)
+        if first is None:
+            first = _BEFORE_RETURN_WORK * scale
+        if first == 0:
+            background.submit(compiled, seconds, work)
+            return
+        now = first if work is None else min(work, first)
         t0 = time.perf_counter()
         if compiled.precompute(budget_s=seconds, budget_work=now) or work == now:
             return  # every mask worth walking is known
