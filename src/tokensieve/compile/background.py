@@ -30,7 +30,7 @@ import threading
 import weakref
 from typing import Protocol
 
-__all__ = ["Precomputable", "start", "submit", "wait_idle"]
+__all__ = ["Precomputable", "in_walker", "start", "submit", "wait_idle"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,11 @@ def _forget_after_fork() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def in_walker() -> bool:
+    """Whether the calling thread is this process's thread of walks ahead."""
+    return _thread is not None and threading.current_thread() is _thread
 
 
 def start() -> None:

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
+from .background import in_walker
 from .utf8_closure import UTF8_DOT_TABLE, utf8_subtree_ok
 
 if TYPE_CHECKING:
@@ -441,7 +442,7 @@ def dfa_walk(
         num_nodes = int(builder.trie.num_nodes)
         stacks = per_thread.stacks = (np.zeros(num_nodes, dtype=np.int64), np.zeros(num_nodes, dtype=np.int64))
     mask = friendly_zeros(builder.num_words, np.uint32)
-    work = _DFA_KERNEL[0 if aside else 1](
+    work = _DFA_KERNEL[0 if aside or in_walker() else 1](
         _read_only(trans), automaton.kernel_loops, automaton.has_loop, automaton.utf8_kind, int(state),
         *trie_arrays(builder)[:9], mask, *stacks,
     )
