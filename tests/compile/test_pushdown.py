@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pickle
+import random
 import zlib
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -314,3 +316,34 @@ def test_calls_inside_blank_runs_and_counted_strings_equal_earley_oracle() -> No
     assert isinstance(compiled, CompiledPushdownGrammar)
     checked = check_random_walks(compiled, grammar, info, seed=11, walks=12, steps=14, eos=EOS, fast=True)
     assert checked >= 40
+
+
+@pytest.mark.parametrize("name", sorted(GRAMMARS))
+def test_stepping_byte_by_byte_reaches_the_stacks_the_filled_rows_do(tiny_info, name: str) -> None:
+    """``step_bytes`` finds a state's successors byte by byte unless its row is filled; along random
+    walks, one grammar stepped that way and one whose every row is filled first reach the same parse
+    stacks and masks, and refuse the same bytes."""
+    compiled = GrammarCompiler(tiny_info, cache_enabled=False).compile_grammar(GRAMMARS[name])
+    assert isinstance(compiled, CompiledPushdownGrammar)
+    lazy = CompiledPushdownGrammar(compiled.network, tiny_info, compiled.limits)
+    filled = CompiledPushdownGrammar(compiled.network, tiny_info, compiled.limits)
+    vocab = tiny_info.decoded_vocab
+    rng = random.Random(11)
+    compared = 0
+    for _ in range(4):
+        a, b = lazy.start_state, filled.start_state
+        for _ in range(12):
+            filled.row(b)  # the row of 256 filled: step_bytes then reads it
+            assert lazy.stacks(a) == filled.stacks(b)
+            assert (lazy.token_mask(a) == filled.token_mask(b)).all()
+            compared += 1
+            for byte in rng.sample(range(256), 8):  # bytes refused and allowed alike
+                assert (lazy.step_bytes(a, bytes([byte])) < 0) == (filled.step_bytes(b, bytes([byte])) < 0)
+            bits = np.unpackbits(lazy.token_mask(a).view(np.uint8), bitorder="little")[: len(vocab)]
+            ids = [t for t in np.flatnonzero(bits).tolist() if vocab[t] and t not in (EOS, SPECIAL)]
+            if not ids:
+                break
+            token = vocab[rng.choice(ids)]
+            a, b = lazy.step_bytes(a, token), filled.step_bytes(b, token)
+            assert a >= 0 and b >= 0
+    assert compared >= 8

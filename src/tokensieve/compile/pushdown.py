@@ -51,6 +51,8 @@ __all__ = ["CompiledPushdownGrammar", "walk_classes"]
 
 #: a row entry whose successor state is known to exist but is not interned yet
 _PENDING = -2
+#: the successors found byte by byte that are kept at most (see CompiledPushdownGrammar.step_bytes)
+_MAX_SUCCESSORS = 1 << 20
 
 
 class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
@@ -144,6 +146,8 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
         self._closures: dict[frozenset[Config], int] = {}
         # rows with successors not interned yet: state -> (byte -> group or -1, group -> stacks)
         self._pending: dict[int, tuple[np.ndarray, list[set[Config]]]] = {}
+        # successors found byte by byte, for states whose row is not filled: (state << 8) | byte -> state
+        self._successors: dict[int, int] = {}
         # memo: state -> packed mask
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
         self._mask_bytes = 0
@@ -194,23 +198,47 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
         return row
 
     def step_bytes(self, state: int, data: bytes) -> int:
-        """State after ``data``, or -1 when some byte leaves the language."""
+        """State after ``data``, or -1 when some byte leaves the language.
+
+        A state whose row is filled (see :meth:`row`) is stepped by its row;
+        the others byte by byte (:meth:`_successor`): a token reads a few bytes
+        of a state, and filling its row of 256 costs tens of microseconds.
+        """
         table, known = self._table, self._known
         for b in data:
             if not known[state]:
-                with self._lock:
-                    self._fill_row(state)
-                table, known = self._table, self._known
-            nxt = int(table[state, b])
-            if nxt == _PENDING:
-                with self._lock:
-                    self._resolve(state, np.array([b]))
-                table, known = self._table, self._known
+                nxt = self._successors.get((state << 8) | b)
+                if nxt is None:
+                    nxt = self._successor(state, b)
+                    table, known = self._table, self._known
+            else:
                 nxt = int(table[state, b])
+                if nxt == _PENDING:
+                    with self._lock:
+                        self._resolve(state, np.array([b]))
+                    table, known = self._table, self._known
+                    nxt = int(table[state, b])
             if nxt < 0:
                 return -1
             state = nxt
         return state
+
+    def _successor(self, sid: int, byte: int) -> int:
+        """The state after ``byte`` from ``sid`` (-1: none), interned, without filling ``sid``'s row:
+        the stacks of ``sid`` whose top reads ``byte``, moved by it (as :meth:`_fill_row` finds them)."""
+        with self._lock:
+            gtrans = self._gtrans
+            moved = set()
+            for c in self._sets[sid]:
+                if c:
+                    t = int(gtrans[c[-1], byte])
+                    if t >= 0:
+                        moved.add((*c[:-1], t))
+            nxt = self._intern_closed(moved) if moved else -1
+            if len(self._successors) >= _MAX_SUCCESSORS:
+                self._successors.clear()
+            self._successors[(sid << 8) | byte] = nxt
+            return nxt
 
     def fill_row(self, state: int, row: np.ndarray) -> None:
         """Write :meth:`token_mask` of ``state`` into ``row`` (writable ``int32``, ``ceil(V / 32)`` words)."""
