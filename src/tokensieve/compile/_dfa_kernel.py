@@ -19,63 +19,27 @@ has nodes; the cost is the nodes visited, a few nanoseconds each.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def dfa_walk_kernel(  # pragma: no cover - compiled
-    trans: np.ndarray,
-    loops: np.ndarray,
-    has_loop: np.ndarray,
-    utf8: np.ndarray,
-    origin: int,
-    child_start: np.ndarray,
-    child_ids: np.ndarray,
-    child_byte: np.ndarray,
-    token_lo: np.ndarray,
-    token_mid: np.ndarray,
-    token_hi: np.ndarray,
-    sub_bytes: np.ndarray,
-    utf8_ok: np.ndarray,
-    sorted_tokens: np.ndarray,
-    mask: np.ndarray,
-    stack_node: np.ndarray,
-    stack_state: np.ndarray,
-) -> int:
+def dfa_walk_kernel(*args: Any) -> int:  # pragma: no cover - compiled
     """:func:`_walk` without the GIL: for threads that walk beside decoding."""
-    return _walk(trans, loops, has_loop, utf8, origin, child_start, child_ids, child_byte, token_lo, token_mid,
-                 token_hi, sub_bytes, utf8_ok, sorted_tokens, mask, stack_node, stack_state)
+    return _walk(*args)
 
 
 @njit(cache=True)
-def dfa_walk_kernel_gil(  # pragma: no cover - compiled
-    trans: np.ndarray,
-    loops: np.ndarray,
-    has_loop: np.ndarray,
-    utf8: np.ndarray,
-    origin: int,
-    child_start: np.ndarray,
-    child_ids: np.ndarray,
-    child_byte: np.ndarray,
-    token_lo: np.ndarray,
-    token_mid: np.ndarray,
-    token_hi: np.ndarray,
-    sub_bytes: np.ndarray,
-    utf8_ok: np.ndarray,
-    sorted_tokens: np.ndarray,
-    mask: np.ndarray,
-    stack_node: np.ndarray,
-    stack_state: np.ndarray,
-) -> int:
+def dfa_walk_kernel_gil(*args: Any) -> int:  # pragma: no cover - compiled
     """:func:`_walk` holding the GIL: for a decoding step, which would otherwise wait to take the GIL
     back from a thread walking ahead (up to the interpreter's switch interval) after a walk of a few
     microseconds."""
-    return _walk(trans, loops, has_loop, utf8, origin, child_start, child_ids, child_byte, token_lo, token_mid,
-                 token_hi, sub_bytes, utf8_ok, sorted_tokens, mask, stack_node, stack_state)
+    return _walk(*args)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _walk(  # pragma: no cover - compiled
     trans: np.ndarray,
     loops: np.ndarray,
