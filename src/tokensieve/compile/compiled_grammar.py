@@ -215,19 +215,15 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
             mask.setflags(write=False)
             self._cache.store(state, mask, friendly=True)
             return mask
-        if not self._reps_done:  # the classes sharing masks are not known yet (see prepare): the state's own walk
-            mask = dfa_walk(self._builder, self.automaton, state)
+        unclassed = not self._reps_done  # the classes sharing masks are not known yet (see prepare)
+        rep = None if unclassed else self._shared_with(state)
+        if unclassed or (rep is not None and not self.automaton.permissive[state]):
+            # the state's own walk (for a restrictive member of a class: fewer nodes than its long tokens' recheck)
+            mask = self._walked_by_kernel(state)
             if mask is not None:
-                mask.setflags(write=False)
-                self._cache.store(state, mask)
                 return mask
-        rep = self._shared_with(state)
-        if rep is not None and rep != state and not self.automaton.permissive[state]:
-            mask = dfa_walk(self._builder, self.automaton, state)
-            if mask is not None:  # a restrictive state's own walk: fewer nodes than its long tokens' recheck
-                mask.setflags(write=False)
-                self._cache.store(state, mask)
-                return mask
+            if unclassed:
+                rep = self._shared_with(state)
         if rep is not None:
             assert self._transitions is not None
             base = self.token_mask(rep)
@@ -256,10 +252,8 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
                 self._pack_ahead(state)
                 return mask
         else:
-            mask = dfa_walk(self._builder, self.automaton, state)
-            if mask is not None:  # the kernel's walk of the state alone: bounded by the trie's size
-                mask.setflags(write=False)
-                self._cache.store(state, mask)
+            mask = self._walked_by_kernel(state)
+            if mask is not None:
                 return mask
             if state == self.start_state:
                 batch = self._builder.compute(self.automaton, [state])
@@ -492,13 +486,16 @@ class CompiledGrammar(DerivedMasks, CompiledConstraint):
         the kernel walks one in about a tenth of the numpy walk's time, and,
         ``aside``, without the interpreter lock (a decoding thread runs meanwhile).
         """
-        for state in states.tolist():
-            mask = dfa_walk(self._builder, self.automaton, state, aside)
-            if mask is None:
-                return False
+        return all(self._walked_by_kernel(state, aside) is not None for state in states.tolist())
+
+    def _walked_by_kernel(self, state: int, aside: bool = False) -> np.ndarray | None:
+        """``state``'s mask from the kernel's walk of it alone (bounded by the trie's size), kept; None,
+        walking nothing, while the kernel is not there (see :func:`~tokensieve.compile.frame_walk.dfa_walk`)."""
+        mask = dfa_walk(self._builder, self.automaton, state, aside)
+        if mask is not None:
             mask.setflags(write=False)
             self._cache.store(state, mask)
-        return True
+        return mask
 
     def precompute_ahead(self, budget_s: float | None, budget_work: int | None) -> bool:
         """:meth:`precompute` within a budget, from a thread beside decoding (see :mod:`.background`).
