@@ -63,7 +63,6 @@ _SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref
 
 _KERNEL: list[Callable[..., tuple[int, int]]] = []  # the loaded kernel, once it is
 _DFA_KERNEL: list[Callable[..., int]] = []  # and the DFA walk's (:mod:`._dfa_kernel`): without, with the GIL
-_DFA_SCRATCH: weakref.WeakKeyDictionary[TokenMaskBuilder, threading.local] = weakref.WeakKeyDictionary()
 _LOADER: list[threading.Thread] = []
 _LOADER_LOCK = threading.Lock()
 
@@ -99,25 +98,24 @@ def _load() -> None:
     from ._dfa_kernel import dfa_walk_kernel, dfa_walk_kernel_gil  # numba: imported on the first walk only
     from ._frame_kernel import walk_kernel
 
-    dfa_kernels = [cast("Callable[..., int]", k) for k in (dfa_walk_kernel, dfa_walk_kernel_gil)]
-    # one walk of a one-state automaton over a one-node trie, with the argument types of real walks
+    # one walk over a one-node trie (as trie_arrays has it) by each kernel, with the argument types of real walks
     one = np.zeros(1, dtype=np.int64)
-    for dfa_kernel in dfa_kernels:
+    trie = (np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2, *(one,) * 3,
+            np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool), np.zeros(0, dtype=np.int64),
+            np.zeros((1, 4), dtype=np.uint64))
+    dfa_kernels = [cast("Callable[..., int]", k) for k in (dfa_walk_kernel, dfa_walk_kernel_gil)]
+    for dfa_kernel in dfa_kernels:  # a one-state automaton
         dfa_kernel(_read_only(np.full(256, -1, dtype=np.int32)), np.zeros((1, 4), dtype=np.uint64),
-                   np.zeros(1, dtype=bool), np.zeros(1, dtype=np.int8), 0, np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2,
-                   *(one,) * 3, np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool),
-                   np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.uint32), one.copy(), one.copy())
+                   np.zeros(1, dtype=bool), np.zeros(1, dtype=np.int8), 0, *trie[:9],
+                   np.zeros(1, dtype=np.uint32), one.copy(), one.copy())
     _DFA_KERNEL.extend(dfa_kernels)
 
     kernel = cast("Callable[..., tuple[int, int]]", walk_kernel)
-    # one walk of a one-state network over a one-node trie, with the argument types of real walks
+    # a one-state network
     tables = FrameTables(np.full((1, 256), -1, dtype=np.int32), np.ones(1, dtype=bool), [()],
                          np.zeros((1, 4), dtype=np.uint64), np.zeros(1, dtype=np.int8))
     space = Workspace(1)
     space.fit(tables)
-    trie = (np.zeros(2, dtype=np.int64), *(np.zeros(0, dtype=np.int64),) * 2, *(one,) * 3,
-            np.zeros((1, 4), dtype=np.uint64), np.ones((2, 1), dtype=bool), np.zeros(0, dtype=np.int64),
-            np.zeros((1, 4), dtype=np.uint64))
     kernel(*_tables_args(tables), *trie, one.copy(), np.zeros(0, dtype=np.int64), one.copy(), 1, 0,
            np.zeros((1, 1), dtype=np.uint32), np.zeros(1, dtype=np.int64), space.seen_call, space.seen_set, 1,
            *space.tables())
@@ -280,11 +278,17 @@ class Workspace:
         )
 
 
-def _workspace(builder: TokenMaskBuilder) -> Workspace:
-    """This thread's workspace for walks over ``builder``'s trie."""
+def _per_thread(builder: TokenMaskBuilder) -> threading.local:
+    """This thread's scratch for walks over ``builder``'s trie: a frame walk's workspace, a DFA walk's stacks."""
     per_thread = _SCRATCH.get(builder)
     if per_thread is None:
         per_thread = _SCRATCH.setdefault(builder, threading.local())
+    return per_thread
+
+
+def _workspace(builder: TokenMaskBuilder) -> Workspace:
+    """This thread's workspace for walks over ``builder``'s trie."""
+    per_thread = _per_thread(builder)
     space: Workspace | None = getattr(per_thread, "space", None)
     if space is None:
         space = per_thread.space = Workspace(int(builder.trie.num_nodes))
@@ -434,9 +438,7 @@ def dfa_walk(
     trans = automaton.trans
     if trans is None or trans.dtype != np.int32 or not kernel_ready():
         return None
-    per_thread = _DFA_SCRATCH.get(builder)
-    if per_thread is None:
-        per_thread = _DFA_SCRATCH.setdefault(builder, threading.local())
+    per_thread = _per_thread(builder)
     stacks: tuple[np.ndarray, np.ndarray] | None = getattr(per_thread, "stacks", None)
     if stacks is None:
         num_nodes = int(builder.trie.num_nodes)
