@@ -11,6 +11,7 @@ from .blank_runs import RunsNotCountable, bound_blank_runs
 from .determinize import ClassDFA, Row, determinize
 from .dfa import ByteDFA
 from .gc_pause import gc_paused
+from .kernels import minimize_kernel
 from .minimize import minimize, trim
 from .minimize_arrays import SMALL_EDGES, EdgeDFA, minimize_edges, trim_edges
 from .nfa import build_nfa
@@ -79,6 +80,8 @@ def ir_to_dfa(node: Node, limits: Limits | None = None, *, blank_runs: int | Non
     return bounded
 
 
+#: with the kernels loaded, automata of more transitions than this are minimised by the kernel (see .kernels)
+_KERNEL_EDGES = 64
 #: skeletons determinised before giving up on splicing (each attempt leaves out the automata that failed)
 _SPLICE_ATTEMPTS = 3
 
@@ -87,7 +90,7 @@ def _determinized(node: Node, limits: Limits) -> ByteDFA:
     """The minimal, trimmed DFA of ``node`` by subset construction and minimisation."""
     nfa = build_nfa(node, limits)
     cdfa = determinize(nfa, limits)
-    if len(cdfa.targets) > SMALL_EDGES:
+    if len(cdfa.targets) > (SMALL_EDGES if minimize_kernel() is None else _KERNEL_EDGES):
         n = cdfa.num_states
         edges: EdgeDFA | None = EdgeDFA(
             n,

@@ -12,11 +12,13 @@ construction of :mod:`.subset_arrays`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..limits import Limits
 from .arrays import Work, csr, spans, too_many_states
+from .kernels import subset_kernels
 from .nfa import ByteNFA, Ranges
 from .subset_arrays import Collision, closures, subsets_arrays
 
@@ -25,8 +27,10 @@ __all__ = ["ClassDFA", "Row", "determinize"]
 #: Transitions of one state: ``(class, target)`` pairs in increasing class order.
 Row = list[tuple[int, int]]
 
-# NFAs with at most this many byte nodes use integer bit sets for DFA states.
+# NFAs with at most this many byte nodes use integer bit sets for DFA states...
 _DENSE_MAX = 2048
+# ...or, once the kernels are loaded (see .kernels), this many; the larger ones go to the kernels
+_KERNEL_MIN = 16
 
 
 class ClassDFA:
@@ -172,7 +176,8 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
     work = Work(limits.max_compile_work)
     closure = _closure_fn(nfa, pidx, num_pos, work)
     num_classes = len(cuts) - 1
-    if num_pos <= _DENSE_MAX:
+    kernels = subset_kernels()
+    if num_pos <= (_DENSE_MAX if kernels is None else _KERNEL_MIN):
         pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
         start = closure(nfa.start)
         follows = [closure(out[node]) for node in positions]
@@ -188,6 +193,9 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
     c_ptr = np.zeros(num_pos + 1, dtype=np.int64)
     np.cumsum(r_counts, out=c_ptr[1:])
     c_ptr_cls = r_flat[r_idx]
+    if kernels is not None:
+        return ClassDFA(*_subsets_by_kernel(kernels, nfa, targets, pidx, c_ptr, c_ptr_cls, num_classes, limits, work),
+                        class_of_byte)
     cl_ptr, cl_flat = closures(nfa, targets, np.array(pidx, dtype=np.int64), num_pos, closure, work)
     try:
         arrays = subsets_arrays(cl_ptr, cl_flat, c_ptr, c_ptr_cls, num_pos, num_classes, limits, work)
@@ -199,6 +207,36 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
         res = _subsets_sparse(sets[0], sets[1:], pos_classes, limits, Work(limits.max_compile_work))
         return ClassDFA(*res, class_of_byte)
     return ClassDFA(*arrays, class_of_byte)
+
+
+def _subsets_by_kernel(
+    kernels: tuple[Callable[..., Any], Callable[..., Any]],
+    nfa: ByteNFA,
+    targets: np.ndarray,
+    pidx: list[int],
+    c_ptr: np.ndarray,
+    c_cls: np.ndarray,
+    num_classes: int,
+    limits: Limits,
+    work: Work,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The subset construction by the JIT kernels of :mod:`._subset_kernel`: ``(lengths, classes,
+    targets, accepting)``."""
+    closures_kernel, subsets_kernel = kernels
+    num_pos = int(c_ptr.shape[0]) - 1
+    eps_ptr, eps_to = csr([e if e is not None else () for e in nfa.eps])
+    cl_ptr, cl_pos, steps = closures_kernel(
+        targets, np.array(pidx, dtype=np.int64), nfa.accept, num_pos, eps_ptr, eps_to
+    )
+    work.add(steps)
+    status, steps, lengths, classes, dsts, accepting = subsets_kernel(
+        cl_ptr, cl_pos, c_ptr, np.require(c_cls, np.int64, ("C", "W")), num_pos, num_classes,
+        limits.max_dfa_states, work.limit - work.done,
+    )
+    work.add(steps)  # raises past the limit
+    if status != 0:
+        raise too_many_states(limits)
+    return lengths, classes, dsts, accepting
 
 
 def _subsets_dense(

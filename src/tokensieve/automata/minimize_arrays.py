@@ -14,6 +14,7 @@ import numpy as np
 
 from .arrays import mix, search, segment_sums, spans
 from .determinize import Row
+from .kernels import minimize_kernel
 from .minimize import minimize
 
 __all__ = ["SMALL_EDGES", "EdgeDFA", "minimize_edges", "trim_edges"]
@@ -128,7 +129,9 @@ def trim_edges(dfa: EdgeDFA, reachable: bool = True) -> EdgeDFA | None:
 def minimize_edges(dfa: EdgeDFA) -> EdgeDFA:
     """Minimise a trimmed partial DFA given as arrays.
 
-    The states that reach no cycle get their classes level by level from
+    Once the automata kernels are loaded (:mod:`.kernels`), by the JIT kernel
+    of :mod:`._minimize_kernel` (Hopcroft's algorithm for partial DFAs, exact).
+    Until then, on arrays: the states that reach no cycle get their classes level by level from
     the sinks up (Revuz: two such states are equivalent iff they agree on
     acceptance and on the class of the target of each transition); the
     others are refined by Hopcroft's algorithm, one round per batch of
@@ -146,12 +149,23 @@ def minimize_edges(dfa: EdgeDFA) -> EdgeDFA:
     n = dfa.num_states
     src, cls, dst, acc = dfa.src, dfa.cls, dfa.dst, dfa.accepting
     ptr = dfa.ptr()
+    kernel = minimize_kernel()
+    if kernel is not None:
+        count, q_src, q_cls, q_dst, q_acc = kernel(
+            n, _plain(ptr, np.int64), _plain(cls, np.int64), _plain(dst, np.int64), _plain(acc, np.bool_), dfa.start
+        )
+        return EdgeDFA(count, q_src, q_cls, q_dst, q_acc, 0)
     block = _classes(n, ptr, src, cls, dst, acc)
     if block is None or not _is_congruence(block, ptr, src, cls, dst, acc):
         rows, accepting = dfa.to_rows()
         rows2, acc2 = minimize(rows, accepting, dfa.start)
         return EdgeDFA.from_rows(rows2, acc2)
     return _quotient(block, ptr, cls, dst, acc, dfa.start)
+
+
+def _plain(values: np.ndarray, dtype: type) -> np.ndarray:
+    """``values`` as a writable, contiguous array of ``dtype`` (the kernel is loaded for those only)."""
+    return np.require(values, dtype, ("C", "W"))
 
 
 def _classes(

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from ..automata import kernels as automata_kernels
 from ..bitmask import friendly_zeros
 from ..errors import LimitExceeded
 from .background import in_walker
@@ -95,6 +96,7 @@ def load_kernel() -> None:
 
 
 def _load() -> None:
+    automata_kernels.load()  # numba: the automata stage's kernels first (a compile needs them before any walk)
     from ._dfa_kernel import dfa_walk_kernel, dfa_walk_kernel_gil  # numba: imported on the first walk only
     from ._frame_kernel import walk_kernel
 
