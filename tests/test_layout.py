@@ -160,6 +160,8 @@ LAZY = {
     "tokensieve.compile._frame_kernel": "imports numba (0.1 s, and 0.2-0.4 s to load the kernel): "
     "loaded on the first walk of a rule network, not by `import tokensieve`",
     "tokensieve.compile._dfa_kernel": "imports numba: loaded with the frame-walk kernel, not by `import tokensieve`",
+    "tokensieve.automata._minimize_kernel": "imports numba: loaded with the walk kernels (automata.kernels.load)",
+    "tokensieve.automata._subset_kernel": "imports numba: loaded with the walk kernels (automata.kernels.load)",
 }
 
 
