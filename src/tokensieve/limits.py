@@ -111,8 +111,10 @@ class Limits:
         Past it: reported.
     max_any_order_properties
         Properties of one object whose orders are spelled out with
-        ``property_order="any"`` (default 5: ``n!`` orders); larger objects
-        keep the schema's order, which is always valid. Never raises.
+        ``property_order="any"`` (default 5: ``n!`` orders, one automaton);
+        larger objects are a rule that keeps the members seen on the parse
+        stack (see ``compile/unordered_frames.py``): the same language, for
+        objects of any size. Never raises.
     max_unique_items
         Distinct values an array's items may take for ``uniqueItems`` to be
         enforced (default 10). Past it: reported.

@@ -62,7 +62,7 @@ from .rule_graph import (
     without_empty,
 )
 
-__all__ = ["RuleNetwork", "compile_grammar_automaton"]
+__all__ = ["RuleNetwork", "UnorderedRule", "compile_grammar_automaton"]
 
 _MARKER_LEAD = 0xF8
 # a marker is a lead byte 0xF8-0xFF and a second byte below 0xF8 (never a lead byte itself, so a
@@ -70,6 +70,19 @@ _MARKER_LEAD = 0xF8
 assert (0x100 - _MARKER_LEAD) * _MARKER_LEAD == RECURSIVE_RULES_CAP
 
 _RuleAutomaton = tuple[np.ndarray, np.ndarray, int, tuple[tuple[tuple[int, int], ...], ...]]
+
+
+@dataclass(frozen=True)
+class UnorderedRule:
+    """A rule of a :class:`RuleNetwork` that stands for members in any order (see
+    :class:`~tokensieve.ir.grammar.Unordered`), with the rules it names as rule indices."""
+
+    rule: int
+    members: tuple[int, ...]
+    required: tuple[bool, ...]
+    extra: int  # -1: none
+    separator: int
+    close: int
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +103,9 @@ class RuleNetwork:
         ``calls[r][q]``: the ``(callee rule, return state)`` edges of state ``q``.
     root : int
         The start rule.
+    unordered : tuple of UnorderedRule
+        The rules that stand for members in any order: each has one dead
+        state here, and ``compile/`` runs it from its :class:`UnorderedRule`.
     """
 
     names: tuple[str, ...]
@@ -98,6 +114,7 @@ class RuleNetwork:
     starts: tuple[int, ...]
     calls: tuple[tuple[tuple[tuple[int, int], ...], ...], ...]
     root: int
+    unordered: tuple[UnorderedRule, ...] = ()
 
     @property
     def num_states(self) -> int:
@@ -152,6 +169,13 @@ def compile_grammar_automaton(
         rules = rewrite_left_recursion(rules, limits)
     references = rule_references(grammar, rules)
     recursive = recursive_rules(rules, references)
+    # the rules of members in any order, and those they name, are always called (see _network)
+    unordered = {n: spec for n, spec in grammar.unordered.items() if n in rules}
+    for n, spec in unordered.items():
+        if any(r not in rules for r in spec.rules()):
+            raise GrammarError(f"a member of the unordered rule {n!r} matches no string")
+    forced = set(unordered).union(*(spec.rules() for spec in unordered.values()))
+    recursive |= forced
     called, heavy = outlined_rules(rules, references, recursive, grammar.root, INLINE_BUDGET)
     light = not called and not heavy
     # bodies whose automaton was over a size limit: a network that would build one again fails
@@ -205,9 +229,12 @@ def _network(
     inlined = _Inliner(rules, called, references)
     # in a fixed order: the rules split out of shared subtrees are named after the first body met
     bodies = {n: inlined.expand(n) for n in sorted(called | {grammar.root}, key=lambda n: (n != grammar.root, n))}
+    unordered = {n: spec for n, spec in grammar.unordered.items() if n in bodies}
+    for n in unordered:  # run by compile/ from the rules they name, not by an automaton of their own
+        del bodies[n]
     if split:
         bodies = split_heavy(bodies, SPLIT_BUDGET, SPLIT_BUDGET)
-    names = sorted(bodies, key=lambda n: (n != grammar.root, n))
+    names = sorted([*bodies, *unordered], key=lambda n: (n != grammar.root, n))
     if len(names) > limits.max_recursive_rules:
         raise LimitExceeded("max_recursive_rules", limits.max_recursive_rules, f"{len(names)} called rules")
     index = {n: i for i, n in enumerate(names)}
@@ -219,9 +246,20 @@ def _network(
                 "use character classes (UTF-8 text never contains those bytes)"
             )
     check_left_recursion(bodies)
-    transitions, accepting, starts, calls = [], [], [], []
+    transitions: list[np.ndarray] = []
+    accepting: list[np.ndarray] = []
+    starts: list[int] = []
+    calls: list[tuple[tuple[tuple[int, int], ...], ...]] = []
     marked = _markers(index)
     for n in names:
+        if n in unordered:
+            dead = np.full((1, 256), -1, dtype=np.int32)
+            dead.setflags(write=False)
+            transitions.append(dead)
+            accepting.append(np.zeros(1, dtype=bool))
+            starts.append(0)
+            calls.append(((),))
+            continue
         known = failed.get(bodies[n]) if failed else None
         if known is not None:
             raise known
@@ -235,7 +273,18 @@ def _network(
         accepting.append(acc)
         starts.append(start)
         calls.append(edges)
-    return RuleNetwork(tuple(names), tuple(transitions), tuple(accepting), tuple(starts), tuple(calls), 0)
+    specs = tuple(
+        UnorderedRule(
+            index[n],
+            tuple(index[m] for m in spec.members),
+            spec.required,
+            -1 if spec.extra is None else index[spec.extra],
+            index[spec.separator],
+            index[spec.close],
+        )
+        for n, spec in sorted(unordered.items())
+    )
+    return RuleNetwork(tuple(names), tuple(transitions), tuple(accepting), tuple(starts), tuple(calls), 0, specs)
 
 
 #: the limits whose hit in building one automaton is retried as a rule network

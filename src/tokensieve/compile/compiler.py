@@ -234,8 +234,10 @@ class GrammarCompiler:
             When a configured limit is exceeded.
         """
         if isinstance(grammar, Grammar):
-            ir = grammar if root is None or root == grammar.root else Grammar(grammar.rules, root)
+            ir = grammar if root is None or root == grammar.root else Grammar(grammar.rules, root, grammar.unordered)
             key_text = repr(sorted(ir.rules.items(), key=lambda kv: kv[0])) + "\x00" + ir.root
+            if ir.unordered:
+                key_text += "\x00" + repr(sorted(ir.unordered.items()))
             source = f"<grammar with {len(ir.rules)} rules>"
         elif isinstance(grammar, str):
             if len(grammar) > self.limits.max_pattern_length:

@@ -182,7 +182,7 @@ class _Closure:
         if known is not None:
             return known
         g, walk = self._grammar, self._walk
-        accept, calls = g._gaccept, g._gcalls
+        accept, calls, first = g._gaccept, g._gcalls, g._num_static
         found = {pid}
         out: list[int] = []
         todo = [pid]
@@ -193,7 +193,7 @@ class _Closure:
             succ: list[tuple[int, int]] = []
             if accept[q] and pushed:
                 succ.append((g._push_top[pushed], walk.id(origin, g._push_below[pushed])))
-            for start, ret in calls[q]:
+            for start, ret in calls[q] if q < first else g._frames.calls(q):
                 succ.append((start, owner if ret < 0 else walk.id(origin, g._push(pushed, ret))))
             for q2, o2 in succ:
                 p2 = self._pair(q2, o2)
@@ -253,7 +253,9 @@ class _Closure:
         # a state that reads no byte (it only calls, as most do in a chain of precedence
         # levels) adds nothing below its node: its calls are followed here already
         out_state = pair_state.take(pid)
-        reads = self._outdeg.take(out_state) > 0
+        # (the frames of members in any order, after the static states, read no byte)
+        reads = self._outdeg.take(np.minimum(out_state, self._outdeg.size - 1)) > 0
+        reads &= out_state < self._outdeg.size
         if not reads.all():
             pid, out_node, out_state = pid[reads], out_node[reads], out_state[reads]
             if not pid.size:

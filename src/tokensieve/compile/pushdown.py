@@ -42,6 +42,7 @@ from .frame_walk import kernel_ready
 from .rule_copies import RuleCopies
 from .shared_walks import walk_classes
 from .stack_walks import Config, StackWalks
+from .unordered_frames import UnorderedFrames
 from .vocab_cache import mask_builder_for
 
 if TYPE_CHECKING:
@@ -130,6 +131,15 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
             grouped.setdefault(c, []).append((callee, -1 if tail else ret))
         for c, calls in grouped.items():
             self._gcalls[c] = tuple(calls)
+        self._num_static = int(offsets[-1])
+        # members in any order: frames made on first use, after the static states (see .unordered_frames)
+        self._frames: UnorderedFrames | None = None
+        if network.unordered:
+            frames = self._frames = UnorderedFrames(network, offsets[:-1].tolist(), self._gaccept, self._gcalls)
+            entries = {int(offsets[spec.rule]): frames.entry(spec.rule) for spec in network.unordered}
+            for c in grouped:
+                self._gcalls[c] = tuple((entries.get(start, start), ret) for start, ret in self._gcalls[c])
+            self._kernel_rules = _rules_without_unordered_calls(network)
         # states where a walk path calls or may return (see _frame_walks)
         self._special = accepting | calling
         # interned pushdown states
@@ -229,8 +239,9 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
         with self._lock:
             gtrans = self._gtrans
             moved = set()
+            first = self._num_static
             for c in self._sets[sid]:
-                if c:
+                if c and c[-1] < first:  # (a frame of members in any order reads no byte)
                     t = int(gtrans[c[-1], byte])
                     if t >= 0:
                         moved.add((*c[:-1], t))
@@ -289,7 +300,7 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
     def _closure(self, configs: set[Config]) -> frozenset[Config]:
         out = set(configs)
         todo = list(configs)
-        accept, calls = self._gaccept, self._gcalls
+        accept, calls, first, frames = self._gaccept, self._gcalls, self._num_static, self._frames
         max_depth, max_stacks = self.limits.max_stack_depth, self.limits.max_stacks
         while todo:
             c = todo.pop()
@@ -301,7 +312,7 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
                 if d not in out:
                     out.add(d)
                     todo.append(d)
-            for start, ret in calls[g]:
+            for start, ret in calls[g] if g < first or frames is None else frames.calls(g):
                 d = c[:-1] + (ret, start) if ret >= 0 else c[:-1] + (start,)
                 if d not in out:
                     if len(d) > max_depth:
@@ -354,7 +365,7 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
         walk visits only some of them.
         """
         members = self._sets[sid]
-        configs = [c for c in members if c]
+        configs = [c for c in members if c and c[-1] < self._num_static]  # (frames of .unordered_frames read no byte)
         row = np.full(256, -1, dtype=np.int32)
         if configs:
             tops = np.array([c[-1] for c in configs], dtype=np.int64)
@@ -423,7 +434,7 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
         for config in self._seeds[state]:
             if not config:
                 continue
-            if self.walk_kernel and kernel_ready():
+            if self.walk_kernel and kernel_ready() and self._frames is None:
                 mask, nodes = self._level(config[-1:], len(config) > 1)
                 parts.append(mask)
                 if len(config) > 1 and nodes is not None and nodes.size:
@@ -444,6 +455,22 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
         acc.setflags(write=False)
         return acc
 
+
+
+def _rules_without_unordered_calls(network: RuleNetwork) -> list[bool]:
+    """Per rule, whether neither it nor any rule it can reach by calls calls an unordered rule (the
+    kernel walks its frames: it reads the static tables only)."""
+    callees = [{callee for edges in rule_calls for callee, _ in edges} for rule_calls in network.calls]
+    unordered = {spec.rule for spec in network.unordered}
+    safe: list[bool] = []
+    for r in range(len(network.names)):
+        seen, todo = {r}, [r]
+        while todo:
+            for callee in callees[todo.pop()] - seen:
+                seen.add(callee)
+                todo.append(callee)
+        safe.append(not (seen & unordered))
+    return safe
 
 
 def _rebuild(

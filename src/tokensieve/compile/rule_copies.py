@@ -161,8 +161,8 @@ class RuleCopies:
         seen = set(todo)
         while todo:
             q = todo.pop()
-            if self._gaccept[q] or reads_blank[q]:
-                return False
+            if q >= len(reads_blank) or self._gaccept[q] or reads_blank[q]:
+                return False  # (from len(reads_blank) on: frames of members in any order, which may)
             for start, ret in self._gcalls[q]:
                 for nxt in (start, ret):
                     if nxt >= 0 and nxt not in seen:

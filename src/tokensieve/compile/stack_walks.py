@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..limits import Limits
     from .rule_copies import RuleCopies
     from .token_masks import TokenMaskBuilder
+    from .unordered_frames import UnorderedFrames
 
 __all__ = ["Config", "StackWalks"]
 
@@ -91,6 +92,9 @@ class StackWalks:
     _rule_of: list[int]
     _rule_start: list[int]
     _rule_copies: RuleCopies
+    _num_static: int  # global ids from here on are frames of .unordered_frames (no byte, not walked alone)
+    _frames: UnorderedFrames | None
+    _kernel_rules: list[bool]  # with frames: per rule, whether the kernel walks its frames
 
     def _init_walks(self) -> None:
         """Make the memos of the walks (after the global tables)."""
@@ -164,7 +168,7 @@ class StackWalks:
         def walk(chunk: np.ndarray) -> None:
             with self._lock:
                 origins = [q for q in chunk.tolist() if (q, 0, b"") not in self._walks]  # not walked on use
-                if origins and not (aside and self.walk_kernel and kernel_ready()):
+                if origins and not (aside and self.walk_kernel and kernel_ready() and self._in_kernel(origins)):
                     self._keep_root_walks(origins, self._root_walks(origins, _MAX_FRONTIER if len(origins) > 1 else None))
                     origins = []
             if origins:  # the kernel's walks read tables nobody changes: decoding steps go on meanwhile
@@ -213,6 +217,11 @@ class StackWalks:
                 return hit[1], hit[2]
         if len(self._walks) >= _MAX_MEMO_WALKS:
             self._forget_walks()
+        if start_nodes is None and g >= self._num_static:  # a frame of members in any order, below the root
+            mask, escapes = self._frame_walks([g], None, True)[0]
+            self._walks[key] = (None, mask, escapes)
+            self._walk_bytes += _nbytes(mask, escapes)
+            return mask, escapes
         if start_nodes is None:
             if self.walk_kernel and kernel_ready():
                 results = self._root_walks([g], None)
@@ -309,7 +318,8 @@ class StackWalks:
         frontier = np.array([g], dtype=np.int64)
         for _ in range(_PREFETCH_DEPTH):
             nxt: np.ndarray = view.out_next.take(_ranges(view.out_start.take(frontier), view.outdeg.take(frontier)))
-            called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if q >= 0]
+            first = self._num_static
+            called = [q for f in frontier.tolist() for edge in self._gcalls[f] for q in edge if 0 <= q < first]
             if called:
                 nxt = np.concatenate([nxt, np.array(called, dtype=np.int64)])
             nxt = sorted_unique(nxt[~seen[nxt]])
@@ -352,8 +362,12 @@ class StackWalks:
         tables = self._tables_cache
         if tables is None:
             view = self._view()
+            first = self._num_static  # the static states only (see _in_kernel)
+            calls = self._gcalls[:first]
+            if self._frames is not None:
+                calls = [tuple(e for e in edges if e[0] < first) for edges in calls]
             tables = self._tables_cache = FrameTables(
-                self._gtrans, np.array(self._gaccept, dtype=bool), self._gcalls, view.kernel_loops, view.utf8_kind
+                self._gtrans, np.array(self._gaccept[:first], dtype=bool), calls, view.kernel_loops, view.utf8_kind
             )
         return tables
 
@@ -392,9 +406,17 @@ class StackWalks:
         on below their nodes, until no path is new. Raises
         :class:`FrontierTooLarge` past ``max_frontier`` pairs in one pass.
         """
-        if self.walk_kernel and kernel_ready():
+        if self.walk_kernel and kernel_ready() and self._in_kernel(origins):
             return list(frame_walks(self._frame_tables(), self._builder, origins, start_nodes, self.limits.max_stack_depth))
         return level_frame_walks(self, origins, start_nodes, need_escapes, max_frontier)
+
+    def _in_kernel(self, origins: list[int]) -> bool:
+        """Whether the kernel can walk the frames of ``origins``: it reads the static tables, so no path
+        of theirs may enter a frame of members in any order (see :mod:`.unordered_frames`)."""
+        if self._frames is None:
+            return True
+        first, rule_of, ok = self._num_static, self._rule_of, self._kernel_rules
+        return all(g < first and ok[rule_of[g]] for g in origins)
 
     def _level(self, suffix: Config, need_escapes: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         hit = self._levels.get(suffix)

@@ -26,7 +26,9 @@ class Grammar(_ir.Grammar):
         """``grammar`` as this class (already checked: not checked again)."""
         made = object.__new__(cls)
         object.__setattr__(made, "root", grammar.root)
-        made._settle(dict(grammar.rules), {name: grammar.references(name) for name in grammar.rules})
+        made._settle(
+            dict(grammar.rules), {name: grammar.references(name) for name in grammar.rules}, dict(grammar.unordered)
+        )
         return made
 
     @classmethod

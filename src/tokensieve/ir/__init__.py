@@ -9,7 +9,7 @@ end (``tokensieve.grammar``) produces these values and every automaton builder
 
 from __future__ import annotations
 
-from .grammar import Grammar, referenced_rules
+from .grammar import Grammar, Unordered, referenced_rules
 from .nodes import (
     EMPTY,
     MAX_CODE_POINT,
@@ -51,6 +51,7 @@ __all__ = [
     "Concat",
     "Empty",
     "Grammar",
+    "Unordered",
     "Literal",
     "Node",
     "Repeat",

@@ -143,7 +143,7 @@ def schema_to_grammar(
         raise SchemaError(str(exc), "") from None
     rules = dict(low.rules)
     rules["root"] = body
-    return Grammar(rules, "root").reachable(), low.unenforced
+    return Grammar(rules, "root", low.unordered).reachable(), low.unenforced
 
 
 def builtin_json_grammar(

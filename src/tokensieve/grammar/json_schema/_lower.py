@@ -20,6 +20,7 @@ from typing import Any
 
 from ...automata.build import ir_to_dfa
 from ...errors import GrammarError, LimitExceeded, SchemaError
+from ...ir.grammar import Unordered
 from ...ir.nodes import NOTHING, Node, RuleRef, is_nothing
 from ...limits import Limits
 from . import _lexical as lx
@@ -63,6 +64,8 @@ class Lowerer:
         self.strict = strict
         self.limits = limits
         self.rules: dict[str, Node] = {}
+        #: rules that stand for an object's members in any order (see ir.Unordered)
+        self.unordered: dict[str, Unordered] = {}
         self._rule_names: dict[Any, str] = {}
         self._active: set[Any] = set()
         self._unenforced: dict[str, None] = {}
@@ -93,6 +96,16 @@ class Lowerer:
                 self.limits.max_schema_work,
                 "the schema expands to too many subschemas (combinations of anyOf/oneOf/allOf branches)",
             )
+
+    def add_rule(self, body: Node) -> RuleRef:
+        """A new rule of ``body``, as a reference."""
+        name = f"u{len(self.rules)}"
+        while name in self.rules:
+            name += "_"
+        self.rules[name] = body
+        if len(self.rules) > self.limits.max_grammar_rules:
+            raise LimitExceeded("max_grammar_rules", self.limits.max_grammar_rules, "the schema needs too many rules")
+        return RuleRef(name)
 
     # ----------------------------------------------------------- any value
     def any_value(self, layout: Layout) -> Node:

@@ -2,7 +2,8 @@
 
 The named properties become a sequence in the schema's order (optional ones
 as alternatives of the tails that follow them), or every order with
-``property_order="any"``, or the spelled-out subsets that enforce
+``property_order="any"`` (spelled out up to ``max_any_order_properties``
+members, past it a rule that tracks the members seen), or the spelled-out subsets that enforce
 ``minProperties``/``maxProperties``; the keys that are not named become the
 extra member (``additionalProperties``, ``patternProperties``,
 ``propertyNames``).
@@ -13,9 +14,10 @@ from __future__ import annotations
 import itertools
 
 from ...errors import LimitExceeded
+from ...ir.grammar import Unordered
 from ...ir.nodes import EMPTY, NOTHING, Node, concat, is_nothing, optional, repeat, star
 from . import _lexical as lx
-from ._lexical import Layout, alt, container, quoted
+from ._lexical import Layout, alt, container, container_parts, quoted
 from ._load import Loc
 from ._merged import Merged
 from ._other_keys import other_keys_content
@@ -85,7 +87,7 @@ class ObjectLowering(Merged):
         counting = self.min_props > 0 or self.max_props is not None or bool(self.dep_required)
         if counting and optional <= limits.max_counted_optional_properties:
             return
-        if self.low.property_order == "any" and len(names) <= limits.max_any_order_properties:
+        if self.low.property_order == "any":
             return
         self._check_copies(len(names), next((i for i, n in enumerate(names) if n in required), len(names)))
 
@@ -253,8 +255,10 @@ class ObjectLowering(Merged):
                 kw,
                 f"is not enforced with more than {most} optional properties (limits.max_counted_optional_properties)",
             )
-        if self.low.property_order == "any" and 1 < len(members) <= self.low.limits.max_any_order_properties:
-            return self._any_order(members, extra, layout, depth)
+        if self.low.property_order == "any" and len(members) > 1:
+            if len(members) <= self.low.limits.max_any_order_properties:
+                return self._any_order(members, extra, layout, depth)
+            return self._unordered(members, extra, layout, depth)
         prefix = next((i for i, m in enumerate(members) if m[2]), len(members))
         self._check_copies(len(members), prefix)
         more = star(concat(sep, extra)) if extra is not None else EMPTY
@@ -372,3 +376,27 @@ class ObjectLowering(Merged):
             heads = alt(heads, concat(extra, more, perm(everything, False)))
         n_req = sum(1 for m in members if m[2])
         return container("{", "}", heads, n_req == 0, layout, depth)
+
+    def _unordered(
+        self, members: list[tuple[str, Node, bool]], extra: Node | None, layout: Layout, depth: int
+    ) -> Node:
+        """The members in any order, each at most once: a rule of the grammar's ``unordered`` (see
+        :class:`~tokensieve.ir.grammar.Unordered`), which tracks the members seen rather than
+        spelling out their orders (``n!``, see :meth:`_any_order`)."""
+        low = self.low
+        n_req = sum(1 for m in members if m[2])
+        opening, closing, empty = container_parts("{", "}", n_req == 0, layout, depth)
+        refs = [low.add_rule(member) for _, member, _ in members]
+        extra_ref = None if extra is None else low.add_rule(extra)
+        sep_ref, close_ref = low.add_rule(layout.sep(depth)), low.add_rule(closing)
+        one = alt(*refs, *(() if extra_ref is None else (extra_ref,)))
+        # the body: a superset (repeats allowed) that names the rules; the automata stage runs the rule
+        ref = low.add_rule(concat(one, star(concat(sep_ref, one)), close_ref))
+        low.unordered[ref.name] = Unordered(
+            tuple(r.name for r in refs),
+            tuple(m[2] for m in members),
+            None if extra_ref is None else extra_ref.name,
+            sep_ref.name,
+            close_ref.name,
+        )
+        return alt(concat(opening, ref), *(() if empty is None else (empty,)))

@@ -12,7 +12,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...errors import SchemaError
-from ...ir.nodes import Node
+from ...ir.grammar import Unordered
+from ...ir.nodes import Node, RuleRef
 from ...limits import Limits
 
 if TYPE_CHECKING:
@@ -157,6 +158,11 @@ class Lowering(Protocol):
     property_order: str
     closed_objects: bool
     relax_bounds: int | None
+    unordered: dict[str, Unordered]
+
+    def add_rule(self, body: Node) -> RuleRef:
+        """A new rule of ``body``, as a reference."""
+        ...
 
     def lower(self, locs: list[Loc], layout: Layout, depth: int) -> Node:
         """IR for the values that satisfy every schema in ``locs``."""
