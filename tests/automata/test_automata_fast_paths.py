@@ -1,4 +1,4 @@
-"""The array-based trimming, minimisation and product of large automata.
+"""The trimming, minimisation (JIT kernel) and product of large automata.
 
 The fast paths only run on large automata, so the tests lower their size
 thresholds and compare against independent oracles on small random automata:
@@ -23,9 +23,7 @@ from tokensieve.automata import (
     class_tables,
     determinize,
     minimize,
-    minimize_arrays,
     ops,
-    subset_arrays,
 )
 from tokensieve.automata.minimize_arrays import EdgeDFA, minimize_edges, trim_edges
 from tokensieve.automata.nfa import build_nfa
@@ -236,20 +234,9 @@ def _deep_dfa(rng: random.Random) -> tuple[list[list[int]], list[bool]]:
     return _all_reachable(rows, acc * copies, 0)
 
 
-@pytest.mark.parametrize("narrow", [-1, 16, 1 << 30])
-def test_refinement_rounds_in_numpy_or_in_python_agree(monkeypatch, narrow: int) -> None:
-    """Hopcroft's rounds in numpy, in plain Python once narrow, or all in plain Python: the minimal automaton.
-
-    Oracle: the state count of the list-based minimisation, which the array
-    code otherwise falls back to; here a fallback fails the test.
-    """
-    exact = minimize.minimize
-    monkeypatch.setattr(minimize_arrays, "_NARROW_ROUND", narrow)
-
-    def no_fallback(*args: object) -> None:
-        raise AssertionError("the partition of the rounds was not a congruence")
-
-    monkeypatch.setattr(minimize_arrays, "minimize", no_fallback)
+def test_deep_automata_minimise_as_the_list_code() -> None:
+    """Many refinement rounds, most of them narrow. Oracle: the state count of the list-based
+    minimisation (:func:`~tokensieve.automata.minimize.minimize`) and the languages."""
     for seed in range(60):
         rng = random.Random(9000 + seed)
         rows, acc = _deep_dfa(rng)
@@ -258,7 +245,7 @@ def test_refinement_rounds_in_numpy_or_in_python_agree(monkeypatch, narrow: int)
         assert trimmed is not None
         out = minimize_edges(trimmed)
         list_rows, list_acc = trimmed.to_rows()
-        assert out.num_states == len(exact(list_rows, list_acc, trimmed.start)[0])
+        assert out.num_states == len(minimize.minimize(list_rows, list_acc, trimmed.start)[0])
         assert _same_language(dfa, out, 3)
 
 
@@ -288,15 +275,9 @@ def _levelled_dfa(rng: random.Random) -> tuple[list[list[int]], list[bool]]:
     return _all_reachable(rows, acc, 0)
 
 
-@pytest.mark.parametrize("narrow", [-1, None, 1 << 30])
-def test_narrow_levels_in_numpy_or_in_python_agree(monkeypatch, narrow: int | None) -> None:
-    """Levels of the sinks-up classes and of the breadth-first numbering: all with arrays, mixed, all in plain Python.
-
-    Oracle: the Nerode classes counted by brute force, the languages, and a
-    breadth-first order recomputed from the result.
-    """
-    if narrow is not None:
-        monkeypatch.setattr(minimize_arrays, "_NARROW", narrow)
+def test_levelled_and_deep_automata_are_minimised() -> None:
+    """Wide and narrow levels, chains with edges back. Oracle: the Nerode classes counted by brute
+    force, the languages, and a breadth-first order recomputed from the result."""
     for seed in range(24):
         rng = random.Random(12000 + seed)
         if seed % 3 == 1:
@@ -337,15 +318,6 @@ def test_unreachable_states_are_trimmed(seed: int) -> None:
     assert len(_useful(_table(trimmed, k), trimmed.accepting.tolist(), trimmed.start)) == trimmed.num_states
     out = minimize_edges(trimmed)
     assert _same_language(dfa, out, k) and out.num_states == expect
-
-
-def test_hash_collisions_fall_back(monkeypatch) -> None:
-    """With a hash that collides everywhere the check rejects the partition and the exact code runs."""
-    monkeypatch.setattr(minimize_arrays, "mix", lambda x: x & np.uint64(1))
-    for seed in range(60):
-        rng = random.Random(5000 + seed)
-        rows, acc, k = _random_dfa(rng)
-        _assert_minimised(*_all_reachable(rows, acc, 0), k)
 
 
 def test_long_chains_and_cycles() -> None:
@@ -397,22 +369,12 @@ def _strings(alphabet: str, max_len: int) -> list[str]:
 _STRINGS = _strings("abcd", 8)
 
 
-def _level_by_level(*args: object) -> tuple[np.ndarray, np.ndarray]:
-    return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
-
-
-@pytest.mark.parametrize("variant", ["plain", "deep", "collide", "levels"])
 @pytest.mark.parametrize("pattern", _PATTERNS)
-def test_regexes_through_the_array_path(monkeypatch, checks, pattern: str, variant: str) -> None:
+def test_regexes_through_the_kernels(monkeypatch, checks, pattern: str) -> None:
     small = regex_to_dfa(pattern)
     monkeypatch.setattr(build, "SMALL_EDGES", -1)
     monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
-    if variant == "levels":  # no follow set registered up front: one breadth-first level at a time
-        monkeypatch.setattr(subset_arrays, "_follow_sets", _level_by_level)
-    if variant == "deep":  # epsilon searches handed over to the per-node search
-        monkeypatch.setattr(subset_arrays, "_DEEP", 2)
-    if variant == "collide":  # every subset hashes alike: the exact construction takes over
-        monkeypatch.setattr(subset_arrays, "mix", lambda x: x & np.uint64(0))
+    monkeypatch.setattr(determinize, "_KERNEL_MIN", -1)
     big = regex_to_dfa(pattern)
     assert big.same_as(small)
     checks.assert_trimmed(big)
@@ -434,6 +396,7 @@ def test_large_counted_repetition_matches_re(monkeypatch) -> None:
         assert dfa.accepts(s.encode()) == bool(rx.fullmatch(s))
     # the list-based Hopcroft code gives the same table
     monkeypatch.setattr(build, "SMALL_EDGES", 1 << 40)
+    monkeypatch.setattr(build, "_KERNEL_EDGES", 1 << 40)
     assert regex_to_dfa(pattern).same_as(dfa)
 
 
@@ -445,13 +408,12 @@ def test_limits_still_stop_large_subsets() -> None:
 
 @pytest.mark.parametrize("pattern", ["(a|b)*a(a|b){9}", "[ab]{0,30}c", "(ab|a)*b{2,9}"])
 def test_state_limit_counts_reachable_states_only(monkeypatch, pattern: str) -> None:
-    # follow sets registered up front but never reached must not count against the limit
-    monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
     nfa = build_nfa(parse_regex(pattern), Limits())
-    monkeypatch.setattr(subset_arrays, "_follow_sets", _level_by_level)
-    exact = determinize.determinize(nfa).num_states  # the plain level-by-level construction
-    monkeypatch.undo()
+    monkeypatch.setattr(determinize, "_DENSE_MAX", 1 << 40)
+    monkeypatch.setattr(determinize, "_KERNEL_MIN", 1 << 40)
+    exact = determinize.determinize(nfa).num_states  # the plain-Python construction
     monkeypatch.setattr(determinize, "_DENSE_MAX", -1)
+    monkeypatch.setattr(determinize, "_KERNEL_MIN", -1)
     assert determinize.determinize(nfa, Limits(max_dfa_states=exact)).num_states == exact
     with pytest.raises(LimitExceeded) as info:
         determinize.determinize(nfa, Limits(max_dfa_states=exact - 1))

@@ -1,7 +1,7 @@
-"""The automata stage's JIT kernels (subset construction, minimisation) against the code they stand in for.
+"""The automata stage's JIT kernels (subset construction, minimisation) against the plain-Python code.
 
-Each test forces one path: the kernels for every size (``with_kernels``) or the
-numpy/list code (``without_kernels``); the oracles are the brute-force
+Each test forces one path: the kernels for every size (``paths(True)``) or the
+plain-Python code for every size (``paths(False)``); the oracles are the brute-force
 languages of :mod:`support.regex_trees`, the table-filling minimality check
 of the conftest, and the other path's automaton (minimal DFAs numbered
 breadth-first are unique, so the tables must be equal).
@@ -40,9 +40,11 @@ def paths(monkeypatch: pytest.MonkeyPatch):
             monkeypatch.setattr(kernels, "_MINIMIZE", saved_minimize)
             monkeypatch.setattr(determinize, "_KERNEL_MIN", -1)
             monkeypatch.setattr(build, "_KERNEL_EDGES", -1)
-        else:
+        else:  # the plain-Python code for every size
             monkeypatch.setattr(kernels, "_SUBSETS", [])
             monkeypatch.setattr(kernels, "_MINIMIZE", [])
+            monkeypatch.setattr(determinize, "_DENSE_MAX", 1 << 40)
+            monkeypatch.setattr(build, "SMALL_EDGES", 1 << 40)
 
     saved_subsets, saved_minimize = list(kernels._SUBSETS), list(kernels._MINIMIZE)
     return use
@@ -71,7 +73,7 @@ def test_kernel_automata_accept_the_brute_force_language_and_are_minimal(tree, p
 @pytest.mark.parametrize(
     "pattern",
     [
-        r'"([^"\\]|\\.){0,300}"',  # thousands of positions: the array path without the kernels
+        r'"([^"\\]|\\.){0,300}"',  # thousands of positions
         r"[^\n]{5,2500}",
         r"((foo|bar|baz|qux)[, ]*){1,400}",
         r"(a|b)*a(a|b){9}",
@@ -79,7 +81,7 @@ def test_kernel_automata_accept_the_brute_force_language_and_are_minimal(tree, p
         r"(x|)*(|y)",
     ],
 )
-def test_kernel_automata_equal_the_numpy_ones(pattern, paths) -> None:
+def test_kernel_automata_equal_the_plain_python_ones(pattern, paths) -> None:
     paths(True)
     got = ir_to_dfa(parse_regex(pattern))
     paths(False)

@@ -1,11 +1,8 @@
-"""Array helpers of the automaton builders, and the work counter of the subset constructions.
+"""Array helpers of the automaton builders, and the work counter of the subset construction.
 
 Automata here are often held in CSR form: the edges of node ``x`` are
 ``nxt[ptr[x]:ptr[x + 1]]``. :func:`spans` gathers many nodes' edge ranges at
-once, :func:`search` finds what a set of nodes reaches, :func:`mix` and
-:func:`segment_sums` hash sets of integers to 64 bits (sums of mixed
-elements, so a set's hash does not depend on its order), and
-:func:`same_segments` compares sets whose hashes agree.
+once, and :func:`search` finds what a set of nodes reaches.
 """
 
 from __future__ import annotations
@@ -22,26 +19,10 @@ from ..limits import Limits
 __all__ = [
     "Work",
     "csr",
-    "mix",
-    "same_segments",
     "search",
-    "segment_sums",
     "spans",
     "too_many_states",
 ]
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-def mix(x: np.ndarray) -> np.ndarray:
-    """A 64-bit mixing function (the finaliser of SplitMix64), elementwise and wrapping."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
-
 
 def spans(ptr: np.ndarray, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``ptr[x] .. ptr[x + 1] - 1`` for each ``x`` of ``xs``, concatenated, and their counts."""
@@ -109,14 +90,6 @@ _NARROW_SEARCH = 32
 _SEARCH_STEPS = 4096
 
 
-def segment_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Wrapping ``uint64`` sums of consecutive segments of ``values`` of the given lengths."""
-    cs = np.zeros(len(values) + 1, dtype=np.uint64)
-    np.cumsum(values, out=cs[1:])
-    ends = np.cumsum(counts)
-    return cs[ends] - cs[ends - counts]
-
-
 def csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     """``(ptr, flat)``: the lists concatenated, list ``i`` at ``flat[ptr[i]:ptr[i + 1]]``."""
     lengths = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
@@ -125,23 +98,6 @@ def csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
     flat = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(ptr[-1]))
     return ptr, flat
 
-
-def same_segments(
-    a_vals: np.ndarray,
-    a_ptr: np.ndarray,
-    a_segs: np.ndarray,
-    b_vals: np.ndarray,
-    b_ptr: np.ndarray,
-    b_segs: np.ndarray,
-) -> bool:
-    """Whether segment ``a_segs[i]`` of ``a_vals`` equals segment ``b_segs[i]`` of ``b_vals`` for every ``i``."""
-    if not len(a_segs):
-        return True
-    if not np.array_equal(a_ptr[a_segs + 1] - a_ptr[a_segs], b_ptr[b_segs + 1] - b_ptr[b_segs]):
-        return False
-    ia, _ = spans(a_ptr, a_segs)
-    ib, _ = spans(b_ptr, b_segs)
-    return bool(np.array_equal(a_vals[ia], b_vals[ib]))
 
 class Work:
     """The steps a construction has taken, against ``limits.max_compile_work``.

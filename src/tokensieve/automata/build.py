@@ -80,7 +80,8 @@ def ir_to_dfa(node: Node, limits: Limits | None = None, *, blank_runs: int | Non
     return bounded
 
 
-#: with the kernels loaded, automata of more transitions than this are minimised by the kernel (see .kernels)
+#: automata of more transitions than this are minimised by the kernel of .kernels once it is loaded (past
+#: SMALL_EDGES, always: see minimize_edges)
 _KERNEL_EDGES = 64
 #: skeletons determinised before giving up on splicing (each attempt leaves out the automata that failed)
 _SPLICE_ATTEMPTS = 3
@@ -90,7 +91,8 @@ def _determinized(node: Node, limits: Limits) -> ByteDFA:
     """The minimal, trimmed DFA of ``node`` by subset construction and minimisation."""
     nfa = build_nfa(node, limits)
     cdfa = determinize(nfa, limits)
-    if len(cdfa.targets) > (SMALL_EDGES if minimize_kernel() is None else _KERNEL_EDGES):
+    large = len(cdfa.targets) > SMALL_EDGES
+    if large or (len(cdfa.targets) > _KERNEL_EDGES and minimize_kernel() is not None):
         n = cdfa.num_states
         edges: EdgeDFA | None = EdgeDFA(
             n,

@@ -2,11 +2,11 @@
 
 The bytes are first split into classes that no byte range of the NFA tells apart
 (``[0-9]+`` has three: below ``0``, the digits, above ``9``), so each DFA state
-lists its transitions per class instead of per byte. The NFA's epsilon closures are computed
-once per target node; a DFA state is the set of byte nodes (and possibly the
-accepting node) it stands for, kept as a Python integer bit set when the NFA is
-small and as a frozenset otherwise. Larger NFAs go through the array
-construction of :mod:`.subset_arrays`.
+lists its transitions per class instead of per byte. A DFA state is the set of
+byte nodes (and possibly the accepting node) it stands for: for small NFAs a
+Python integer bit set, built in plain Python (the epsilon closures computed
+once per target node); larger ones go to the JIT kernels of
+:mod:`._subset_kernel` (see :mod:`.kernels`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from ..limits import Limits
 from .arrays import Work, csr, spans, too_many_states
 from .kernels import subset_kernels
 from .nfa import ByteNFA, Ranges
-from .subset_arrays import Collision, closures, subsets_arrays
 
 __all__ = ["ClassDFA", "Row", "determinize"]
 
@@ -176,8 +175,8 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
     work = Work(limits.max_compile_work)
     closure = _closure_fn(nfa, pidx, num_pos, work)
     num_classes = len(cuts) - 1
-    kernels = subset_kernels()
-    if num_pos <= (_DENSE_MAX if kernels is None else _KERNEL_MIN):
+    kernels = subset_kernels(wait=num_pos > _DENSE_MAX)
+    if kernels is None or num_pos <= _KERNEL_MIN:
         pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
         start = closure(nfa.start)
         follows = [closure(out[node]) for node in positions]
@@ -193,20 +192,8 @@ def determinize(nfa: ByteNFA, limits: Limits | None = None) -> ClassDFA:
     c_ptr = np.zeros(num_pos + 1, dtype=np.int64)
     np.cumsum(r_counts, out=c_ptr[1:])
     c_ptr_cls = r_flat[r_idx]
-    if kernels is not None:
-        return ClassDFA(*_subsets_by_kernel(kernels, nfa, targets, pidx, c_ptr, c_ptr_cls, num_classes, limits, work),
-                        class_of_byte)
-    cl_ptr, cl_flat = closures(nfa, targets, np.array(pidx, dtype=np.int64), num_pos, closure, work)
-    try:
-        arrays = subsets_arrays(cl_ptr, cl_flat, c_ptr, c_ptr_cls, num_pos, num_classes, limits, work)
-    except Collision:  # two subsets hashed alike: exact sets in plain Python
-        flat = cl_flat.tolist()
-        bounds = cl_ptr.tolist()
-        sets = [flat[bounds[i] : bounds[i + 1]] for i in range(len(targets))]
-        pos_classes = [classes_of[node_ranges[node]] for node in positions]  # type: ignore[index]
-        res = _subsets_sparse(sets[0], sets[1:], pos_classes, limits, Work(limits.max_compile_work))
-        return ClassDFA(*res, class_of_byte)
-    return ClassDFA(*arrays, class_of_byte)
+    return ClassDFA(*_subsets_by_kernel(kernels, nfa, targets, pidx, c_ptr, c_ptr_cls, num_classes, limits, work),
+                    class_of_byte)
 
 
 def _subsets_by_kernel(
@@ -326,54 +313,3 @@ def _subsets_dense(
             work.add(steps)
             steps = 0
     return lengths, classes, dsts, [bool(s & accept_bit) for s in states]
-
-
-def _subsets_sparse(
-    start: list[int],
-    follows: list[list[int]],
-    pos_classes: list[tuple[int, ...]],
-    limits: Limits,
-    work: Work,
-) -> tuple[list[int], list[int], list[int], list[bool]]:
-    num_pos = len(follows)
-    fsets = [frozenset(f) for f in follows]
-    s0 = frozenset(start)
-    ids = {s0: 0}
-    states = [s0]
-    lengths: list[int] = []
-    classes: list[int] = []
-    targets: list[int] = []
-    max_states = limits.max_dfa_states
-    i = 0
-    while i < len(states):
-        state = states[i]
-        i += 1
-        buckets: dict[int, list[frozenset[int]]] = {}
-        for p in state:
-            if p == num_pos:
-                continue
-            f = fsets[p]
-            for c in pos_classes[p]:
-                b = buckets.get(c)
-                if b is None:
-                    buckets[c] = [f]
-                else:
-                    b.append(f)
-        steps = len(state)
-        for c in sorted(buckets):
-            fl = buckets[c]
-            target = fl[0] if len(fl) == 1 else frozenset().union(*fl)
-            steps += len(target)
-            j = ids.get(target)
-            if j is None:
-                j = len(states)
-                if j >= max_states:
-                    raise too_many_states(limits)
-                ids[target] = j
-                states.append(target)
-            classes.append(c)
-            targets.append(j)
-        lengths.append(len(buckets))
-        work.add(steps)
-    return lengths, classes, targets, [num_pos in s for s in states]
-

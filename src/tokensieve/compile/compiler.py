@@ -164,6 +164,7 @@ class GrammarCompiler:
         self.disk_cache = None if cache_dir is None else DiskCache(cache_dir, cache_dir_max_bytes)
         # the token trie and the frame walks' arrays of it: per vocabulary, now, not in the first compile
         trie_arrays(mask_builder_for(tokenizer_info))
+        kernel_ready()  # the JIT kernels start loading now, in a thread, for the first compile to find them
         if precompute == "auto" and self.precompute_in_background and self._precompute_ahead:
             background.start()
 
