@@ -208,3 +208,16 @@ def test_an_unordered_rule_of_the_ir_accepts_its_language_exactly() -> None:
         Grammar(rules, "root", {"u": Unordered(("ma", "nope"), (False, False), None, "sep", "close")})
     with pytest.raises(GrammarError):
         Grammar({**rules, "u": literal("a")}, "root", {"u": spec})
+
+
+def test_past_half_the_stack_bound_the_schema_order_is_kept_and_said() -> None:
+    """Each member not seen is a parse stack after ``{``: objects past ``max_stacks / 2`` members keep the
+    schema's order (a smaller language, never a wrong one) and say so, rather than failing mid-output."""
+    info = _vocab([{"k0": 1}])
+    schema = _big_schema(6, [0])
+    compiled = GrammarCompiler(info, limits=Limits(max_stacks=8)).compile_json_schema(schema, property_order="any")
+    assert any("property_order" in u for u in compiled.unenforced)
+    assert _accepts(compiled, '{"k0": 1, "k3": 2}')
+    assert not _accepts(compiled, '{"k3": 2, "k0": 1}')
+    wide = GrammarCompiler(info, limits=Limits(max_stacks=16)).compile_json_schema(schema, property_order="any")
+    assert wide.unenforced == () and _accepts(wide, '{"k3": 2, "k0": 1}')

@@ -258,7 +258,14 @@ class ObjectLowering(Merged):
         if self.low.property_order == "any" and len(members) > 1:
             if len(members) <= self.low.limits.max_any_order_properties:
                 return self._any_order(members, extra, layout, depth)
-            return self._unordered(members, extra, layout, depth)
+            # each member a parse stack after the "{" (see compile/unordered_frames.py): within max_stacks
+            most = self.low.limits.max_stacks // 2
+            if len(members) <= most:
+                return self._unordered(members, extra, layout, depth)
+            self.low.note(
+                f"{self.ptr or '/'}: property_order 'any' is not enforced past {most} properties "
+                "(limits.max_stacks / 2): the schema's order"
+            )
         prefix = next((i for i, m in enumerate(members) if m[2]), len(members))
         self._check_copies(len(members), prefix)
         more = star(concat(sep, extra)) if extra is not None else EMPTY
