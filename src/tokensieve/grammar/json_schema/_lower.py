@@ -67,6 +67,7 @@ class Lowerer:
         #: rules that stand for an object's members in any order (see ir.Unordered)
         self.unordered: dict[str, Unordered] = {}
         self._rule_names: dict[Any, str] = {}
+        self._plain_memo: dict[tuple[Any, ...], Node] = {}  # see _lower_plain
         self._active: set[Any] = set()
         self._unenforced: dict[str, None] = {}
         self._depth = 0
@@ -236,6 +237,19 @@ class Lowerer:
             self._depth -= 1
 
     def _lower_plain(self, plain: list[Loc], layout: Layout, depth: int) -> Node:
+        """:meth:`_lower_conjunction`, memoised by the schemas (in order) and the layout: a subschema met
+        again (the value schemas of each region of an object's extra keys, a definition inlined in
+        many places) is lowered once. Not with an indent layout, whose lowering of a reference depends
+        on the references being lowered around it (see :meth:`lower`)."""
+        if layout.mode == "indent":
+            return self._lower_conjunction(plain, layout, depth)
+        key = (tuple(loc.ident() for loc in plain), layout)
+        hit = self._plain_memo.get(key)
+        if hit is None:
+            hit = self._plain_memo[key] = self._lower_conjunction(plain, layout, depth)
+        return hit
+
+    def _lower_conjunction(self, plain: list[Loc], layout: Layout, depth: int) -> Node:
         if not plain:
             return self.any_value(layout)
         for i, loc in enumerate(plain):
