@@ -40,7 +40,7 @@ from ..limits import Limits
 from .constraint import CompiledConstraint
 from .frame_walk import kernel_ready
 from .rule_copies import RuleCopies
-from .shared_walks import walk_classes
+from .shared_walks import reachable_rules, walk_classes
 from .stack_walks import Config, StackWalks
 from .unordered_frames import UnorderedFrames
 from .vocab_cache import mask_builder_for
@@ -460,17 +460,8 @@ class CompiledPushdownGrammar(StackWalks, CompiledConstraint):
 def _rules_without_unordered_calls(network: RuleNetwork) -> list[bool]:
     """Per rule, whether neither it nor any rule it can reach by calls calls an unordered rule (the
     kernel walks its frames: it reads the static tables only)."""
-    callees = [{callee for edges in rule_calls for callee, _ in edges} for rule_calls in network.calls]
     unordered = {spec.rule for spec in network.unordered}
-    safe: list[bool] = []
-    for r in range(len(network.names)):
-        seen, todo = {r}, [r]
-        while todo:
-            for callee in callees[todo.pop()] - seen:
-                seen.add(callee)
-                todo.append(callee)
-        safe.append(not (seen & unordered))
-    return safe
+    return [unordered.isdisjoint(rules) for rules in reachable_rules(network)]
 
 
 def _rebuild(

@@ -23,7 +23,16 @@ from .._memo import BoundedMemo
 from ..automata.pushdown import RuleNetwork
 from .shared_masks import mask_representatives
 
-__all__ = ["RuleKey", "SharedWalk", "rule_classes", "rule_keys", "same_objects", "shared_walks_for", "walk_classes"]
+__all__ = [
+    "RuleKey",
+    "SharedWalk",
+    "reachable_rules",
+    "rule_classes",
+    "rule_keys",
+    "same_objects",
+    "shared_walks_for",
+    "walk_classes",
+]
 
 #: per rule: the objects its frame walks read, those objects as a memo entry holds them, an identity
 RuleKey = tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]
@@ -74,6 +83,22 @@ def rule_classes(
     return classes, True
 
 
+def reachable_rules(network: RuleNetwork) -> list[list[int]]:
+    """Per rule, the rules it can reach by calls, itself included (sorted)."""
+    # each rule's own callees, read off its states' call edges once
+    callees = [{callee for edges in rule_calls for callee, _ in edges} for rule_calls in network.calls]
+    out: list[list[int]] = []
+    for r in range(len(network.names)):
+        seen = {r}
+        todo = [r]
+        while todo:
+            for callee in callees[todo.pop()] - seen:
+                seen.add(callee)
+                todo.append(callee)
+        out.append(sorted(seen))
+    return out
+
+
 def rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[RuleKey]:
     """Per rule, what its frame walks read: the arrays of the rules it can reach by calls.
 
@@ -85,17 +110,8 @@ def rule_keys(network: RuleNetwork, max_stack_depth: int) -> list[RuleKey]:
     it holds the same objects, so an id taken over by another object matches
     nothing.
     """
-    # each rule's own callees, read off its states' call edges once
-    callees = [{callee for edges in rule_calls for callee, _ in edges} for rule_calls in network.calls]
     out: list[RuleKey] = []
-    for r in range(len(network.names)):
-        seen = {r}
-        todo = [r]
-        while todo:
-            for callee in callees[todo.pop()] - seen:
-                seen.add(callee)
-                todo.append(callee)
-        rules = sorted(seen)
+    for r, rules in enumerate(reachable_rules(network)):
         refs = tuple(x for c in rules for x in (network.transitions[c], network.accepting[c], network.calls[c]))
         # the rule itself first: rules that call each other reach the same rules
         ident = (r, max_stack_depth, *((c, int(network.starts[c])) for c in rules), *(id(x) for x in refs))
