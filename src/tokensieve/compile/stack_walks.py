@@ -217,12 +217,7 @@ class StackWalks:
                 return hit[1], hit[2]
         if len(self._walks) >= _MAX_MEMO_WALKS:
             self._forget_walks()
-        if start_nodes is None and g >= self._num_static:  # a frame of members in any order, below the root
-            mask, escapes = self._frame_walks([g], None, True)[0]
-            self._walks[key] = (None, mask, escapes)
-            self._walk_bytes += _nbytes(mask, escapes)
-            return mask, escapes
-        if start_nodes is None:
+        if start_nodes is None and g < self._num_static:  # (frames of members in any order: as below)
             if self.walk_kernel and kernel_ready():
                 results = self._root_walks([g], None)
                 self._keep_root_walks([g], results)

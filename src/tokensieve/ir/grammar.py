@@ -94,8 +94,11 @@ class Grammar:
                     raise GrammarError(f"rule {name!r} references the undefined rule {ref!r}")
         for name, spec in self.unordered.items():
             missing = [r for r in (name, *spec.rules()) if r not in rules]
-            if missing or len(spec.required) != len(spec.members):
+            if missing:
                 raise GrammarError(f"the unordered rule {name!r} names undefined rules {missing}")
+            if len(spec.required) != len(spec.members):
+                raise GrammarError(f"the unordered rule {name!r} has {len(spec.members)} members but "
+                                   f"{len(spec.required)} required flags")
             if not set(spec.rules()) <= set(references[name]):
                 raise GrammarError(f"the body of the unordered rule {name!r} must reference the rules it names")
         self._settle(rules, references, dict(self.unordered))
